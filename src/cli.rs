@@ -1,0 +1,421 @@
+//! The command line: parse, gather facts (clock, randomness, files), call
+//! the library, print data on stdout and logs on stderr, map errors to exit
+//! codes. No business rule lives here.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use crate::chain::Head;
+use crate::error::{Error, ExitClass};
+use crate::events::{Event, OperatorNoted};
+use crate::ledger::{Draft, Ledger, VerifyReport};
+use crate::limits::{LOCK_WAIT_MS_DEFAULT, LOCK_WAIT_MS_MAX, NOTE_TEXT_BYTES_MAX};
+use crate::timefmt::{now_utc_ns, rfc3339_utc_ns};
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  done, or the check holds
+  1  a check ran and does not hold (verify found damage)
+  2  bad input or usage; nothing appended
+  3  refused by a rule of the method (the message names the rule id); nothing appended
+  4  environment failure (I/O, lock wait timed out); nothing appended
+
+Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
+
+/// benchledger: a fail-closed, hash-chained evidence ledger for LLM-router
+/// benchmark runs. Operators append every action and observation; auditors
+/// verify the chain and re-derive every verdict from it.
+#[derive(Debug, Parser)]
+#[command(name = "benchledger", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The ledger directory.
+    #[arg(
+        long,
+        global = true,
+        env = "BENCHLEDGER_DIR",
+        default_value = "ledger",
+        value_name = "DIR"
+    )]
+    pub ledger: PathBuf,
+
+    /// Seconds to wait for another process's writer lock before giving up
+    /// with exit 4.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = LOCK_WAIT_MS_DEFAULT as f64 / 1000.0)]
+    pub lock_timeout: f64,
+
+    /// Who is appending (recorded in every record this command writes).
+    #[arg(
+        long,
+        global = true,
+        env = "BENCHLEDGER_ACTOR",
+        default_value = "operator"
+    )]
+    pub actor: String,
+
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a new ledger (writes the genesis record with a random ledger id).
+    Init(JsonFlag),
+    /// Recompute every hash link from seq 0 and compare with the stored head.
+    ///
+    /// Reports the first bad seq and the kind of damage: bad_hash, rewritten,
+    /// gap, reordered, undecodable, non_canonical, truncated_record,
+    /// bad_genesis, head_mismatch, head_missing, torn_tail, truncated,
+    /// index_mismatch. Exit 1 on any damage.
+    Verify(JsonFlag),
+    /// Print the head: the seq and hash of the last acknowledged record.
+    Head(JsonFlag),
+    /// Print records as JSON lines: seq, hash, kind, recorded_at, actor,
+    /// decoded payload.
+    Log(LogArgs),
+    /// Write every record with its raw bytes (hex) and hash, one JSON line
+    /// each: enough for an independent verifier, and the input of `import`.
+    Export(ExportArgs),
+    /// Rebuild a ledger from an export into a new ledger directory (--ledger).
+    ///
+    /// Refuses a non-empty target and any line that does not verify byte for
+    /// byte; nothing is left behind when it refuses.
+    Import(ImportArgs),
+    /// Append an operator note (free text; changes no projection).
+    Note(NoteArgs),
+}
+
+/// `--json` alone.
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// First seq to print.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    /// Last seq to print (inclusive); default the head.
+    #[arg(long)]
+    pub to: Option<u64>,
+}
+
+/// Arguments of `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Export as JSON lines (the one format so far).
+    #[arg(long, required = true)]
+    pub jsonl: bool,
+    /// Write to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The export file to read (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `note`.
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The note text.
+    pub text: String,
+    /// Append at most once: the same key with the same text returns the
+    /// original seq; with another text it is refused (exit 3).
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(ExitClass::BadInput.code()),
+            };
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_target(false)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let class = classify(&e);
+            eprintln!("error: {e:#}");
+            ExitCode::from(class.code())
+        }
+    }
+}
+
+/// The exit class of an error: that of the library error inside it, if any.
+fn classify(e: &anyhow::Error) -> ExitClass {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Error>().map(Error::class))
+        .or_else(|| {
+            e.chain()
+                .find_map(|c| c.downcast_ref::<BadUsage>().map(|_| ExitClass::BadInput))
+        })
+        .unwrap_or(ExitClass::Environment)
+}
+
+/// A usage error found after parsing.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadUsage(String);
+
+fn lock_wait(cli: &Cli) -> anyhow::Result<Duration> {
+    let secs = cli.lock_timeout;
+    let max = LOCK_WAIT_MS_MAX as f64 / 1000.0;
+    if !(0.0..=max).contains(&secs) {
+        return Err(BadUsage(format!(
+            "--lock-timeout must be between 0 and {max} seconds, got {secs}"
+        ))
+        .into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn head_json(h: &Head) -> serde_json::Value {
+    json!({ "head_seq": h.seq, "head_hash": hex::encode(h.hash) })
+}
+
+fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let wait = lock_wait(&cli)?;
+    let dir = cli.ledger.clone();
+    match &cli.command {
+        Command::Init(a) => {
+            let mut id = [0u8; 16];
+            getrandom::fill(&mut id)
+                .map_err(|e| Error::io("read randomness for the ledger id", e))?;
+            let (_, genesis) = Ledger::create(&dir, wait, id, &cli.actor, now_utc_ns())?;
+            if a.json {
+                print_json(&json!({
+                    "dir": dir.display().to_string(),
+                    "ledger_id": hex::encode(id),
+                    "head_seq": genesis.seq,
+                    "head_hash": hex::encode(genesis.hash),
+                }))?;
+            } else {
+                println!("created ledger {} in {}", hex::encode(id), dir.display());
+                println!(
+                    "head seq {} hash {}",
+                    genesis.seq,
+                    hex::encode(genesis.hash)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify(a) => {
+            let ledger = Ledger::open(&dir, wait)?;
+            let report = ledger.verify()?;
+            print_verify(&report, a.json)?;
+            Ok(if report.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(ExitClass::CheckFailed.code())
+            })
+        }
+        Command::Head(a) => {
+            let ledger = Ledger::open(&dir, wait)?;
+            let head = ledger.head()?;
+            if a.json {
+                print_json(&head_json(&head))?;
+            } else {
+                println!("seq {} hash {}", head.seq, hex::encode(head.hash));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Log(a) => {
+            if a.to.is_some_and(|to| to < a.from) {
+                return Err(BadUsage(format!(
+                    "--to {} is before --from {}",
+                    a.to.unwrap_or(0),
+                    a.from
+                ))
+                .into());
+            }
+            let ledger = Ledger::open(&dir, wait)?;
+            let head = ledger.head()?;
+            if a.from > head.seq {
+                return Err(
+                    BadUsage(format!("--from {} is past the head {}", a.from, head.seq)).into(),
+                );
+            }
+            let to = a.to.unwrap_or(head.seq).min(head.seq);
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            for v in ledger.records_from(a.from)? {
+                let v = v?;
+                let r = &v.decoded.record;
+                if r.seq > to {
+                    break;
+                }
+                let line = json!({
+                    "seq": r.seq,
+                    "hash": hex::encode(v.hash),
+                    "kind": r.kind,
+                    "recorded_at": rfc3339_utc_ns(r.recorded_at_utc_ns),
+                    "recorded_at_utc_ns": r.recorded_at_utc_ns,
+                    "actor": r.actor,
+                    "idempotency_key": r.idempotency_key,
+                    "payload": v.decoded.event.payload_json(),
+                });
+                serde_json::to_writer(&mut out, &line)?;
+                writeln!(out)?;
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(a) => {
+            let ledger = Ledger::open(&dir, wait)?;
+            let head = match &a.out {
+                Some(path) => {
+                    let tmp = path.with_extension("partial");
+                    let file = std::fs::File::create(&tmp)
+                        .with_context(|| format!("create {}", tmp.display()))?;
+                    let mut w = BufWriter::new(file);
+                    let head = crate::export::export_jsonl(&ledger, &mut w)?;
+                    w.into_inner()
+                        .map_err(|e| e.into_error())
+                        .and_then(|f| f.sync_all())
+                        .with_context(|| format!("write {}", tmp.display()))?;
+                    std::fs::rename(&tmp, path)
+                        .with_context(|| format!("rename to {}", path.display()))?;
+                    head
+                }
+                None => crate::export::export_jsonl(
+                    &ledger,
+                    &mut BufWriter::new(std::io::stdout().lock()),
+                )?,
+            };
+            tracing::info!(
+                "exported records 0..={} (head {})",
+                head.seq,
+                hex::encode(head.hash)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import(a) => {
+            let source = a.jsonl.display().to_string();
+            let head = if a.jsonl.as_os_str() == "-" {
+                crate::export::import_jsonl(&mut std::io::stdin().lock(), "stdin", &dir, wait)?
+            } else {
+                let file = std::fs::File::open(&a.jsonl)
+                    .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+                crate::export::import_jsonl(
+                    &mut std::io::BufReader::new(file),
+                    &source,
+                    &dir,
+                    wait,
+                )?
+            };
+            if a.json {
+                print_json(&head_json(&head))?;
+            } else {
+                println!(
+                    "imported {} records into {}; head seq {} hash {}",
+                    head.seq + 1,
+                    dir.display(),
+                    head.seq,
+                    hex::encode(head.hash)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Note(a) => {
+            if a.text.is_empty() || a.text.len() > NOTE_TEXT_BYTES_MAX {
+                return Err(BadUsage(format!(
+                    "a note must be 1 to {NOTE_TEXT_BYTES_MAX} bytes, got {}",
+                    a.text.len()
+                ))
+                .into());
+            }
+            let ledger = Ledger::open(&dir, wait)?;
+            let draft = Draft {
+                actor: cli.actor.clone(),
+                event: Event::OperatorNoted(OperatorNoted {
+                    text: a.text.clone(),
+                }),
+                idempotency_key: a.idempotency_key.clone(),
+            };
+            let done = ledger.append(&[draft], now_utc_ns())?[0];
+            if a.json {
+                print_json(
+                    &json!({ "seq": done.seq, "hash": hex::encode(done.hash), "appended": done.appended }),
+                )?;
+            } else if done.appended {
+                println!("appended seq {} hash {}", done.seq, hex::encode(done.hash));
+            } else {
+                println!(
+                    "already recorded at seq {} hash {}",
+                    done.seq,
+                    hex::encode(done.hash)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_verify(r: &VerifyReport, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        let d = r.damage.as_ref();
+        return print_json(&json!({
+            "ok": r.ok(),
+            "records": r.records,
+            "head_seq": r.head.map(|h| h.seq),
+            "head_hash": r.head.map(|h| hex::encode(h.hash)),
+            "first_bad_seq": d.map(|d| d.seq),
+            "damage": d.map(|d| d.kind),
+            "detail": d.map(|d| d.detail.clone()),
+        }));
+    }
+    match (&r.damage, r.head) {
+        (None, Some(h)) => println!(
+            "ok: {} records verify; head seq {} hash {}",
+            r.records,
+            h.seq,
+            hex::encode(h.hash)
+        ),
+        (Some(d), _) => println!("damaged: first bad seq {}: {}: {}", d.seq, d.kind, d.detail),
+        (None, None) => unreachable!("a report without damage has a head"),
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! benchledger: a fail-closed, hash-chained, append-only evidence ledger for
+//! LLM-router benchmark runs.
+//!
+//! The log is the ground truth. Every action and observation is one record,
+//! BLAKE3-chained to its predecessor and stored in sled; every verdict is a
+//! pure function of the records. See ARCHITECTURE.md for the code map and
+//! invariants, and `ledger-schema/SPEC.md` for the byte-level contract.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod chain;
+pub mod cli;
+pub mod codec;
+pub mod error;
+pub mod events;
+pub mod export;
+pub mod guard;
+pub mod ledger;
+pub mod limits;
+pub mod money;
+pub mod record;
+pub mod secrets;
+pub mod store;
+pub mod timefmt;
+pub mod vectors;
+
+pub use error::{Error, ExitClass, Result};

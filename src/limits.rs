@@ -1,0 +1,27 @@
+//! Every bound of the ledger as a named constant (design.md section 5).
+//!
+//! Each constant is tested at the bound and one past it. Units are last in
+//! the name.
+
+/// Largest encoded record (header + payload), in bytes.
+pub const RECORD_BYTES_MAX: usize = 1024 * 1024;
+/// Most records one atomic append may carry.
+pub const APPEND_BATCH_RECORDS_MAX: usize = 250_000;
+/// Most encoded bytes one atomic append may carry.
+pub const APPEND_BATCH_BYTES_MAX: usize = 128 * 1024 * 1024;
+/// Longest actor name (`operator:alice`, `ci`), in bytes.
+pub const ACTOR_BYTES_MAX: usize = 64;
+/// Longest client idempotency key, in bytes.
+pub const IDEMPOTENCY_KEY_BYTES_MAX: usize = 256;
+/// Longest operator note text, in bytes.
+pub const NOTE_TEXT_BYTES_MAX: usize = 16 * 1024;
+/// Default wait for the writer lock, in milliseconds (`--lock-timeout`).
+pub const LOCK_WAIT_MS_DEFAULT: u64 = 30_000;
+/// Longest wait the CLI accepts for the writer lock, in milliseconds.
+pub const LOCK_WAIT_MS_MAX: u64 = 3_600_000;
+/// Poll interval while waiting for the writer lock, in milliseconds.
+pub const LOCK_POLL_MS: u64 = 20;
+/// Longest line of an `export --jsonl` file that `import` reads, in bytes.
+/// A record's hex doubles its size and the decoded payload adds at most as
+/// much again, escaped.
+pub const EXPORT_LINE_BYTES_MAX: usize = 8 * RECORD_BYTES_MAX;

@@ -1,0 +1,5 @@
+//! The `benchledger` command; everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    benchledger::cli::main()
+}

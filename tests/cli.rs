@@ -1,0 +1,404 @@
+//! The CLI, end to end: one hermetic temp-dir harness, the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use benchledger::chain::DamageKind;
+use benchledger::ledger::Ledger;
+use benchledger::store::{DamageTree, Store};
+use serde_json::Value;
+
+/// A temp dir with a ledger path inside; every command runs with a clean
+/// environment for the variables the CLI reads.
+struct Harness {
+    tmp: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not json ({e}): {}", self.stdout))
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.tmp.path().join("ledger")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_benchledger"));
+        c.current_dir(self.tmp.path())
+            .env_remove("BENCHLEDGER_DIR")
+            .env_remove("BENCHLEDGER_ACTOR")
+            .env_remove("RUST_LOG")
+            .arg("--ledger")
+            .arg(self.ledger());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.cmd().args(args).output().unwrap().into()
+    }
+
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(r.code, 0, "{args:?} failed: {}", r.stderr);
+        r
+    }
+
+    fn init(&self) -> Run {
+        self.ok(&["init", "--json"])
+    }
+
+    fn head_bytes(&self) -> String {
+        self.ok(&["head", "--json"]).stdout
+    }
+}
+
+#[test]
+fn help_names_every_verb_and_the_exit_codes() {
+    let h = Harness::new();
+    let r = h.ok(&["--help"]);
+    for verb in ["init", "verify", "head", "log", "export", "import", "note"] {
+        assert!(r.stdout.contains(verb), "--help lacks {verb}");
+        let v = h.ok(&[verb, "--help"]);
+        assert!(
+            v.stdout.contains("Usage: benchledger"),
+            "{verb} --help: {}",
+            v.stdout
+        );
+    }
+    assert!(r.stdout.contains("Exit codes"));
+    assert!(r.stdout.contains("refused by a rule"));
+}
+
+#[test]
+fn init_creates_an_owner_only_ledger_that_verifies() {
+    let h = Harness::new();
+    let j = h.init().json();
+    assert_eq!(j["head_seq"], 0);
+    assert_eq!(j["ledger_id"].as_str().unwrap().len(), 32);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(h.ledger()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let v = h.ok(&["verify", "--json"]).json();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["records"], 1);
+    assert_eq!(v["head_hash"], j["head_hash"]);
+}
+
+#[test]
+fn init_twice_is_bad_input_and_changes_nothing() {
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    let r = h.run(&["init"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("already holds a ledger"));
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
+fn head_json_has_exactly_seq_and_hash() {
+    let h = Harness::new();
+    h.init();
+    h.ok(&["note", "one"]);
+    let j = h.ok(&["head", "--json"]).json();
+    let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["head_hash", "head_seq"]);
+    assert_eq!(j["head_seq"], 1);
+    assert_eq!(j["head_hash"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn verbs_on_a_missing_ledger_exit_2() {
+    let h = Harness::new();
+    for verb in [
+        &["verify"][..],
+        &["head"],
+        &["log"],
+        &["note", "x"],
+        &["export", "--jsonl"],
+    ] {
+        let r = h.run(verb);
+        assert_eq!(r.code, 2, "{verb:?}: {}", r.stderr);
+        assert!(r.stderr.contains("no ledger at"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.run(&["frobnicate"]).code, 2);
+    assert_eq!(h.run(&["log", "--from", "3", "--to", "1"]).code, 2);
+    assert_eq!(h.run(&["log", "--from", "9"]).code, 2);
+    assert_eq!(h.run(&["--lock-timeout", "-1", "head"]).code, 2);
+    assert_eq!(h.run(&["note", ""]).code, 2);
+    assert_eq!(
+        h.run(&["note", "x", "--idempotency-key", "has space"]).code,
+        2
+    );
+}
+
+#[test]
+fn note_appends_and_log_prints_decoded_jsonl() {
+    let h = Harness::new();
+    h.init();
+    let a = h.ok(&["note", "first", "--json"]).json();
+    assert_eq!(
+        (a["seq"].as_u64(), a["appended"].as_bool()),
+        (Some(1), Some(true))
+    );
+    h.ok(&["note", "second"]);
+    let log = h.ok(&["log"]).stdout;
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["kind"], "ledger_created.v1");
+    assert_eq!(lines[2]["payload"]["text"], "second");
+    assert!(lines[2]["recorded_at"].as_str().unwrap().ends_with('Z'));
+    let ranged = h.ok(&["log", "--from", "1", "--to", "1"]).stdout;
+    assert_eq!(ranged.lines().count(), 1);
+    assert!(ranged.contains("\"first\""));
+}
+
+#[test]
+fn idempotent_note_and_conflicting_key() {
+    // rule LEDGER-2
+    let h = Harness::new();
+    h.init();
+    let a = h
+        .ok(&["note", "x", "--idempotency-key", "k-1", "--json"])
+        .json();
+    let b = h
+        .ok(&["note", "x", "--idempotency-key", "k-1", "--json"])
+        .json();
+    assert_eq!(a["seq"], b["seq"]);
+    assert_eq!(b["appended"], false);
+    let before = h.head_bytes();
+    let r = h.run(&["note", "y", "--idempotency-key", "k-1"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("LEDGER-2"));
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
+fn a_credential_in_a_note_is_refused_unechoed() {
+    // rule FREEZE-2
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    let secret = format!("{}{}", "ghp_", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5");
+    let r = h.run(&["note", &format!("token is {secret}")]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("FREEZE-2") && r.stderr.contains("field text"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(&secret) && !r.stdout.contains(&secret));
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
+fn lock_wait_times_out_with_exit_4_and_head_intact() {
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    let held = Ledger::open(&h.ledger(), Duration::from_secs(5)).unwrap();
+    let r = h.run(&["--lock-timeout", "0.3", "note", "blocked"]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is locked by another process"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&h.ledger().display().to_string()),
+        "names the ledger"
+    );
+    assert!(r.stderr.contains("ms"), "names the wait");
+    drop(held);
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
+fn concurrent_appenders_all_succeed_within_the_lock_wait() {
+    let h = Harness::new();
+    h.init();
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            h.cmd()
+                .args([
+                    "--lock-timeout",
+                    "30",
+                    "note",
+                    &format!("writer {i}"),
+                    "--json",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut seqs: Vec<u64> = children
+        .into_iter()
+        .map(|c| {
+            let r: Run = c.wait_with_output().unwrap().into();
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            r.json()["seq"].as_u64().unwrap()
+        })
+        .collect();
+    seqs.sort();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(h.ok(&["verify", "--json"]).json()["records"], 7);
+}
+
+#[test]
+fn export_import_round_trip_through_the_cli() {
+    let h = Harness::new();
+    h.init();
+    for i in 0..5 {
+        h.ok(&["note", &format!("n{i}")]);
+    }
+    let export = h.path("e.jsonl");
+    h.ok(&["export", "--jsonl", "-o", export.to_str().unwrap()]);
+    let stdout_export = h.ok(&["export", "--jsonl"]).stdout;
+    assert_eq!(std::fs::read_to_string(&export).unwrap(), stdout_export);
+    let copy = h.path("copy");
+    let r = h
+        .cmd_at(&copy)
+        .args(["import", "--jsonl", export.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let r: Run = r.into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.json(),
+        serde_json::from_str::<Value>(&h.head_bytes()).unwrap()
+    );
+    let again: Run = h
+        .cmd_at(&copy)
+        .args(["export", "--jsonl"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(again.stdout, stdout_export);
+}
+
+#[test]
+fn tampered_import_exits_2_and_creates_nothing() {
+    let h = Harness::new();
+    h.init();
+    h.ok(&["note", "original text"]);
+    let text = h
+        .ok(&["export", "--jsonl"])
+        .stdout
+        .replace("original text", "forged text");
+    let bad = h.path("bad.jsonl");
+    std::fs::write(&bad, text).unwrap();
+    let copy = h.path("copy");
+    let r: Run = h
+        .cmd_at(&copy)
+        .args(["import", "--jsonl", bad.to_str().unwrap()])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("line 2"), "names the line: {}", r.stderr);
+    assert!(!copy.exists());
+    // Into an existing ledger: refused too.
+    let good = h.path("good.jsonl");
+    h.ok(&["export", "--jsonl", "-o", good.to_str().unwrap()]);
+    let r = h.run(&["import", "--jsonl", good.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not empty"), "{}", r.stderr);
+}
+
+#[test]
+fn verify_reports_damage_with_exit_1_and_the_first_bad_seq() {
+    let h = Harness::new();
+    h.init();
+    for i in 0..6 {
+        h.ok(&["note", &format!("n{i}")]);
+    }
+    {
+        let l = Ledger::open(&h.ledger(), Duration::from_secs(5)).unwrap();
+        let mut v = l.store().value(4).unwrap().unwrap();
+        let n = v.len();
+        v[n - 2] ^= 0x20;
+        l.store()
+            .damage_put(DamageTree::Records, &4u64.to_be_bytes(), &v)
+            .unwrap();
+    }
+    let r = h.run(&["verify", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let j = r.json();
+    assert_eq!(j["ok"], false);
+    assert_eq!(j["first_bad_seq"], 4);
+    assert_eq!(
+        j["damage"],
+        serde_json::to_value(DamageKind::BadHash).unwrap()
+    );
+    assert_eq!(j["records"], 4);
+    let human = h.run(&["verify"]);
+    assert_eq!(human.code, 1);
+    assert!(human.stdout.contains("first bad seq 4"), "{}", human.stdout);
+    // Appends and reads refuse a damaged ledger rather than extend it.
+    let r = h.run(&["log"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+}
+
+#[test]
+fn a_world_readable_ledger_dir_is_warned_about() {
+    let h = Harness::new();
+    h.init();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(h.ledger(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = h.ok(&["head"]);
+    assert!(r.stderr.contains("expected 0700"), "{}", r.stderr);
+}
+
+impl Harness {
+    fn cmd_at(&self, ledger: &Path) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_benchledger"));
+        c.current_dir(self.tmp.path())
+            .env_remove("BENCHLEDGER_DIR")
+            .env_remove("RUST_LOG")
+            .arg("--ledger")
+            .arg(ledger);
+        c
+    }
+}
