@@ -370,7 +370,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ledger = Ledger::open(&dir, wait)?;
             let draft = Draft {
                 actor: cli.actor.clone(),
-                event: Event::OperatorNoted(OperatorNoted {
+                event: Event::OperatorNoted(OperatorNoted { lineage: None,
                     text: a.text.clone(),
                 }),
                 idempotency_key: a.idempotency_key.clone(),

@@ -14,7 +14,7 @@ const WAIT: Duration = Duration::from_millis(500);
 fn note(text: &str) -> Draft {
     Draft {
         actor: "ci".into(),
-        event: Event::OperatorNoted(OperatorNoted { text: text.into() }),
+        event: Event::OperatorNoted(OperatorNoted { lineage: None, text: text.into() }),
         idempotency_key: None,
     }
 }
@@ -165,7 +165,7 @@ fn record_at_size_limit_is_stored_and_one_past_is_refused() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted {
+        payload: Event::OperatorNoted(OperatorNoted { lineage: None,
             text: String::new(),
         })
         .encode_payload()
@@ -259,7 +259,7 @@ fn torn_tail_is_distinct_from_corruption() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted { text: "t".into() })
+        payload: Event::OperatorNoted(OperatorNoted { lineage: None, text: "t".into() })
             .encode_payload()
             .unwrap(),
     };

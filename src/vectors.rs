@@ -29,7 +29,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             None,
         ),
         (
-            Event::OperatorNoted(OperatorNoted {
+            Event::OperatorNoted(OperatorNoted { lineage: None,
                 text: "gates rechecked after lunch".into(),
             }),
             Some("note-1".into()),

@@ -1,0 +1,1 @@
+//! Readers of the evidence files Harbor and BitRouter write.
