@@ -202,6 +202,21 @@ fn second_opener_times_out_with_lock_error() {
 }
 
 #[test]
+fn an_interrupted_sled_snapshot_does_not_block_reopening() {
+    // Regression: a SIGKILL while sled writes its recovery snapshot leaves
+    // `snap.<lsn>.generating`; sled 0.34.7 would read it and refuse to open.
+    let (t, l) = ledger_with(50, 10);
+    let head = l.head().unwrap();
+    drop(l);
+    let sled_dir = t.path().join("l").join("sled");
+    std::fs::write(sled_dir.join("snap.FFFFFFFFFFFFFFFF.generating"), b"half a snapshot").unwrap();
+    let l = Ledger::open(&t.path().join("l"), WAIT).unwrap();
+    assert_eq!(l.head().unwrap(), head);
+    assert!(l.verify().unwrap().ok());
+    assert!(!sled_dir.join("snap.FFFFFFFFFFFFFFFF.generating").exists());
+}
+
+#[test]
 fn truncation_is_detected() {
     let (_t, l) = ledger_with(10, 10);
     for seq in [10, 9] {

@@ -67,6 +67,7 @@ impl SledStore {
     /// ledger's lock; sled takes its own exclusive file lock as well.
     pub fn open(path: &Path) -> Result<SledStore> {
         let ctx = || format!("open {}", path.display());
+        discard_interrupted_snapshots(path)?;
         let db = sled::Config::new()
             .path(path)
             .mode(sled::Mode::HighThroughput)
@@ -109,6 +110,38 @@ impl SledStore {
             DamageTree::Idempotency => &self.idempotency,
         }
     }
+}
+
+/// Removes `snap.*.generating` files left by a process killed while sled was
+/// writing a recovery snapshot.
+///
+/// sled 0.34.7 writes a snapshot during `open` (recovery) to
+/// `snap.<lsn>.generating`, syncs it and renames it to `snap.<lsn>`; old
+/// snapshots are removed only after the rename. But its snapshot lookup
+/// lists `.generating` files too and reads the last in sort order, so a
+/// SIGKILL during that write makes every later `open` fail with
+/// "Read corrupted data" (found by the kill test; upstream issues #1527 and
+/// #1533). A `.generating` file is by construction an incomplete snapshot:
+/// removing it makes sled recover from the previous complete snapshot and
+/// the log, exactly as if the process had died a moment earlier. The chain
+/// is verified after every open anyway.
+fn discard_interrupted_snapshots(path: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            tracing::warn!("removing interrupted sled snapshot {name} (left by a killed process)");
+            std::fs::remove_file(entry.path())
+                .map_err(|e| Error::io(format!("remove {}", entry.path().display()), e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The trees a damage harness may write.
