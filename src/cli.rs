@@ -90,6 +90,86 @@ pub enum Command {
     Import(ImportArgs),
     /// Append an operator note (free text; changes no projection).
     Note(NoteArgs),
+    /// Freeze, sign off and show a lineage's manifest.
+    #[command(subcommand)]
+    Manifest(ManifestCommand),
+}
+
+/// `manifest` verbs.
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Validate a manifest and its private companion, compute the task
+    /// manifest hash, the lineage key and the control key, and freeze it.
+    ///
+    /// Refused (exit 3, rule named): a lineage label already frozen
+    /// (FREEZE-3); a path, port, database, tag or job name used before
+    /// (FREEZE-4); task/trial counts that do not fit the class (CLASS-1);
+    /// Harbor retries > 0 (CASE-5); target groups other than
+    /// control+r1+r2[+r3] (LINEAGE-1). Only commitments and redacted forms
+    /// of the private values are stored.
+    Freeze(FreezeArgs),
+    /// Record the operator's or the reviewer's sign-off (FREEZE-7); both,
+    /// by two distinct names, are required before any scored case starts.
+    SignOff(SignOffArgs),
+    /// Print a frozen manifest as the ledger has it (TOML; --json for JSON).
+    Show(ShowArgs),
+}
+
+/// Arguments of `manifest freeze`.
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// The public manifest (TOML).
+    pub file: PathBuf,
+    /// The private manifest (TOML): account, principal, secret locations,
+    /// commitment key. Never stored.
+    #[arg(long, value_name = "FILE")]
+    pub private: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `manifest sign-off`.
+#[derive(Debug, Args)]
+pub struct SignOffArgs {
+    /// The lineage (optional when the ledger holds one).
+    #[arg(long)]
+    pub lineage: Option<String>,
+    /// Who signs off.
+    #[arg(long, value_enum)]
+    pub role: RoleArg,
+    /// The person's name.
+    #[arg(long)]
+    pub name: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Sign-off roles on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum RoleArg {
+    /// The operator.
+    Operator,
+    /// The reviewer.
+    Reviewer,
+}
+
+/// Arguments of `manifest show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The publication view: private values only in redacted form, no
+    /// commitments.
+    #[arg(long)]
+    pub redacted: bool,
+    /// Check every commitment against this private manifest.
+    #[arg(long, value_name = "FILE")]
+    pub private: Option<PathBuf>,
+    /// Print JSON instead of TOML.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--json` alone.
@@ -170,12 +250,24 @@ pub fn main() -> ExitCode {
         .init();
     match run(cli) {
         Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let class = classify(&e);
             eprintln!("error: {e:#}");
             ExitCode::from(class.code())
         }
     }
+}
+
+/// A reader that closed stdout early (`| head`) is not an error of ours.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The exit class of an error: that of the library error inside it, if any.
@@ -221,6 +313,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let wait = lock_wait(&cli)?;
     let dir = cli.ledger.clone();
     match &cli.command {
+        Command::Manifest(m) => run_manifest(&cli, m, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)
@@ -370,7 +463,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ledger = Ledger::open(&dir, wait)?;
             let draft = Draft {
                 actor: cli.actor.clone(),
-                event: Event::OperatorNoted(OperatorNoted { lineage: None,
+                event: Event::OperatorNoted(OperatorNoted {
+                    lineage: None,
                     text: a.text.clone(),
                 }),
                 idempotency_key: a.idempotency_key.clone(),
@@ -391,6 +485,144 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
+}
+
+/// Decides against the replayed state and appends, all under the writer
+/// lock held by `ledger`.
+fn decide_and_append(
+    ledger: &Ledger,
+    actor: &str,
+    decide: impl FnOnce(&crate::projections::State) -> crate::Result<Vec<Event>>,
+) -> anyhow::Result<Vec<crate::ledger::Appended>> {
+    let state = crate::projections::replay(ledger)?;
+    let events = decide(&state)?;
+    let drafts: Vec<Draft> = events
+        .into_iter()
+        .map(|event| Draft {
+            actor: actor.to_string(),
+            event,
+            idempotency_key: None,
+        })
+        .collect();
+    Ok(ledger.append(&drafts, now_utc_ns())?)
+}
+
+fn run_manifest(cli: &Cli, cmd: &ManifestCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    match cmd {
+        ManifestCommand::Freeze(a) => {
+            let public = read_text(&a.file)?;
+            let private = read_text(&a.private)?;
+            let frozen = crate::manifest::freeze(
+                &public,
+                &a.file.display().to_string(),
+                &private,
+                &a.private.display().to_string(),
+            )?;
+            let summary = json!({
+                "lineage": frozen.lineage,
+                "manifest_blake3": frozen.manifest_blake3,
+                "task_manifest_blake3": frozen.task_manifest_blake3,
+                "lineage_key": frozen.lineage_key,
+                "control_key": frozen.control_key,
+            });
+            let ledger = Ledger::open(dir, wait)?;
+            let done =
+                decide_and_append(&ledger, &cli.actor, |s| crate::decide::freeze(s, frozen))?;
+            let mut summary = summary;
+            summary["seq"] = json!(done[0].seq);
+            if a.json {
+                print_json(&summary)?;
+            } else {
+                println!(
+                    "froze lineage {} at seq {}",
+                    summary["lineage"].as_str().unwrap_or(""),
+                    done[0].seq
+                );
+                for k in [
+                    "manifest_blake3",
+                    "task_manifest_blake3",
+                    "lineage_key",
+                    "control_key",
+                ] {
+                    println!("  {k:<21} {}", summary[k].as_str().unwrap_or(""));
+                }
+                println!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ManifestCommand::SignOff(a) => {
+            let role = match a.role {
+                RoleArg::Operator => crate::events::SignOffRole::Operator,
+                RoleArg::Reviewer => crate::events::SignOffRole::Reviewer,
+            };
+            let ledger = Ledger::open(dir, wait)?;
+            let done = decide_and_append(&ledger, &cli.actor, |s| {
+                crate::decide::sign_off(s, a.lineage.as_deref(), role, &a.name)
+            })?;
+            if a.json {
+                print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
+            } else {
+                println!("signed off as {role:?} at seq {}", done[0].seq);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ManifestCommand::Show(a) => {
+            let ledger = Ledger::open(dir, wait)?;
+            let state = crate::projections::replay(&ledger)?;
+            let l = state.lineage(a.lineage.as_deref())?;
+            if let Some(p) = &a.private {
+                let checked = crate::manifest::check_private(
+                    &l.frozen.manifest,
+                    &read_text(p)?,
+                    &p.display().to_string(),
+                )?;
+                eprintln!(
+                    "all {} private values match their commitments: {}",
+                    checked.len(),
+                    checked.join(", ")
+                );
+            }
+            let value = if a.redacted {
+                l.frozen.manifest.redacted_json()
+            } else {
+                serde_json::to_value(&l.frozen)?
+            };
+            if a.json {
+                print_json(&value)?;
+            } else {
+                print!(
+                    "{}",
+                    toml::to_string(&without_nulls(value))
+                        .map_err(|e| Error::io("render toml", e))?
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// TOML has no null: drop absent optional fields before rendering.
+fn without_nulls(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(without_nulls).collect())
+        }
+        other => other,
     }
 }
 

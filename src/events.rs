@@ -262,7 +262,7 @@ pub struct ManifestFrozen {
 }
 
 /// Who signs off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignOffRole {
     /// The operator who will run the lineage.
@@ -522,19 +522,38 @@ pub struct ArtifactRecorded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum Harness { Generic, Hermes, ClaudeCode, Codex, Smithers, Terminus2, OpenClaw, Unknown }
+pub enum Harness {
+    Generic,
+    Hermes,
+    ClaudeCode,
+    Codex,
+    Smithers,
+    Terminus2,
+    OpenClaw,
+    Unknown,
+}
 
 /// Trace `protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum Protocol { ChatCompletions, Messages, Responses, OpenClawRuntime, Unknown }
+pub enum Protocol {
+    ChatCompletions,
+    Messages,
+    Responses,
+    OpenClawRuntime,
+    Unknown,
+}
 
 /// Trace `outcome.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum TraceStatus { Completed, Failed, ClientCancelled }
+pub enum TraceStatus {
+    Completed,
+    Failed,
+    ClientCancelled,
+}
 
 /// One ingress trace row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -598,25 +617,46 @@ pub struct PolicyDecisionRecorded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum UsageOrigin { ProviderReported, AuthoritativeReceipt, Estimated, Unknown }
+pub enum UsageOrigin {
+    ProviderReported,
+    AuthoritativeReceipt,
+    Estimated,
+    Unknown,
+}
 
 /// Usage `charge_status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum ChargeStatus { Computed, NotCharged, Unknown, LegacyUnknown }
+pub enum ChargeStatus {
+    Computed,
+    NotCharged,
+    Unknown,
+    LegacyUnknown,
+}
 
 /// Usage `reconciliation_status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum ReconciliationStatus { NotApplicable, Pending, Computed, NotCharged, Unknown }
+pub enum ReconciliationStatus {
+    NotApplicable,
+    Pending,
+    Computed,
+    NotCharged,
+    Unknown,
+}
 
 /// Usage `charge_evidence.pricing_source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum PricingSource { Configured, Override, AuthoritativeReceipt, Unknown }
+pub enum PricingSource {
+    Configured,
+    Override,
+    AuthoritativeReceipt,
+    Unknown,
+}
 
 /// The four buckets plus reasoning, all observed (SETTLE-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -680,7 +720,12 @@ pub struct UsageRecorded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
-pub enum ReceiptState { Pending, Computed, NotCharged, Unknown }
+pub enum ReceiptState {
+    Pending,
+    Computed,
+    NotCharged,
+    Unknown,
+}
 
 /// One settlement receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -932,7 +977,8 @@ mod tests {
 
     #[test]
     fn payload_round_trips_and_unknown_kind_is_named() {
-        let e = Event::OperatorNoted(OperatorNoted { lineage: None,
+        let e = Event::OperatorNoted(OperatorNoted {
+            lineage: None,
             text: "hello".into(),
         });
         let bytes = e.encode_payload().unwrap();

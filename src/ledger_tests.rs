@@ -14,7 +14,10 @@ const WAIT: Duration = Duration::from_millis(500);
 fn note(text: &str) -> Draft {
     Draft {
         actor: "ci".into(),
-        event: Event::OperatorNoted(OperatorNoted { lineage: None, text: text.into() }),
+        event: Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: text.into(),
+        }),
         idempotency_key: None,
     }
 }
@@ -165,7 +168,8 @@ fn record_at_size_limit_is_stored_and_one_past_is_refused() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted { lineage: None,
+        payload: Event::OperatorNoted(OperatorNoted {
+            lineage: None,
             text: String::new(),
         })
         .encode_payload()
@@ -209,7 +213,11 @@ fn an_interrupted_sled_snapshot_does_not_block_reopening() {
     let head = l.head().unwrap();
     drop(l);
     let sled_dir = t.path().join("l").join("sled");
-    std::fs::write(sled_dir.join("snap.FFFFFFFFFFFFFFFF.generating"), b"half a snapshot").unwrap();
+    std::fs::write(
+        sled_dir.join("snap.FFFFFFFFFFFFFFFF.generating"),
+        b"half a snapshot",
+    )
+    .unwrap();
     let l = Ledger::open(&t.path().join("l"), WAIT).unwrap();
     assert_eq!(l.head().unwrap(), head);
     assert!(l.verify().unwrap().ok());
@@ -274,9 +282,12 @@ fn torn_tail_is_distinct_from_corruption() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted { lineage: None, text: "t".into() })
-            .encode_payload()
-            .unwrap(),
+        payload: Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: "t".into(),
+        })
+        .encode_payload()
+        .unwrap(),
     };
     let s = Sealed::new(head.hash, head.seq + 1, r.encode());
     l.store()

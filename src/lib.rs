@@ -12,6 +12,7 @@
 pub mod chain;
 pub mod cli;
 pub mod codec;
+pub mod decide;
 pub mod error;
 pub mod events;
 pub mod export;
@@ -21,6 +22,7 @@ pub mod ledger;
 pub mod limits;
 pub mod manifest;
 pub mod money;
+pub mod projections;
 pub mod record;
 pub mod secrets;
 pub mod store;

@@ -152,7 +152,10 @@ mod tests {
     use crate::events::OperatorNoted;
 
     fn note(seq: u64) -> Record {
-        let e = Event::OperatorNoted(OperatorNoted { lineage: None, text: "x".into() });
+        let e = Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: "x".into(),
+        });
         Record {
             format: FORMAT_VERSION,
             seq,

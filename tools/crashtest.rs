@@ -46,7 +46,8 @@ fn writer(dir: &Path, seed: u64) -> ! {
                 n += 1;
                 Draft {
                     actor: "crashtest".into(),
-                    event: Event::OperatorNoted(OperatorNoted { lineage: None,
+                    event: Event::OperatorNoted(OperatorNoted {
+                        lineage: None,
                         text: format!("w{seed}-{n} {}", "x".repeat(rng.below(400) as usize)),
                     }),
                     idempotency_key: if rng.below(4) == 0 {
