@@ -80,3 +80,40 @@ fn committed_must_fail_cases_fail_as_declared() {
     }
     assert!(n >= 10, "only {n} must-fail cases");
 }
+
+/// `ledger-schema/EVENTS.md` documents every kind with exactly its payload's
+/// top-level fields: a heading "### `kind`" and a table whose rows start
+/// with "| `field` |", in encoding order.
+#[test]
+fn every_kind_is_documented_with_exactly_its_fields() {
+    let doc = read(&root().join("ledger-schema/EVENTS.md"));
+    let mut documented: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(rest) = line.strip_prefix("### `") {
+            let kind = rest.split('`').next().unwrap_or_default().to_string();
+            documented.insert(kind.clone(), Vec::new());
+            current = Some(kind);
+        } else if line.starts_with("## ") {
+            current = None;
+        } else if let (Some(k), Some(rest)) = (&current, line.strip_prefix("| `")) {
+            let field = rest.split('`').next().unwrap_or_default().to_string();
+            documented.get_mut(k).expect("current kind").push(field);
+        }
+    }
+    for (event, _) in vectors::example_events() {
+        let kind = event.kind();
+        let fields = documented.get(kind).unwrap_or_else(|| panic!("EVENTS.md lacks a section for {kind}"));
+        let json = event.payload_json();
+        let actual: Vec<String> = match &json {
+            serde_json::Value::Object(m) => m.keys().cloned().collect(),
+            _ => panic!("{kind} payload is not an object"),
+        };
+        let mut sorted_doc = fields.clone();
+        sorted_doc.sort();
+        let mut sorted_actual = actual.clone();
+        sorted_actual.sort();
+        assert_eq!(sorted_doc, sorted_actual, "EVENTS.md fields of {kind} differ from the payload");
+    }
+    assert_eq!(documented.len(), benchledger::events::Event::KINDS.len(), "EVENTS.md documents kinds that do not exist");
+}
