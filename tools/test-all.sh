@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project from a clean clone: the README's test
-# command, and what .ci/run calls. Installs what the tests need itself.
+# command, and what .ci/run calls. Installs what the tests need itself
+# (Python 3.12 venvs for Harbor 0.25.0 and the moto AWS emulator, from PyPI)
+# and starts and stops the emulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,3 +13,9 @@ cargo test --all-targets
 
 echo "== kill test: ${kills} SIGKILLs of a writer mid-append =="
 cargo run --quiet --example crashtest -- drive --kills "${kills}"
+
+echo "== the AWS emulator (moto server with the EC2 vCPU quota) =="
+bash tools/moto/check.sh
+
+echo "== Harbor 0.25.0 tooling (TrialConfig validation with Harbor's own models) =="
+bash tools/harbor/check.sh
