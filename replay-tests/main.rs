@@ -103,7 +103,9 @@ fn every_kind_is_documented_with_exactly_its_fields() {
     }
     for (event, _) in vectors::example_events() {
         let kind = event.kind();
-        let fields = documented.get(kind).unwrap_or_else(|| panic!("EVENTS.md lacks a section for {kind}"));
+        let fields = documented
+            .get(kind)
+            .unwrap_or_else(|| panic!("EVENTS.md lacks a section for {kind}"));
         let json = event.payload_json();
         let actual: Vec<String> = match &json {
             serde_json::Value::Object(m) => m.keys().cloned().collect(),
@@ -113,7 +115,14 @@ fn every_kind_is_documented_with_exactly_its_fields() {
         sorted_doc.sort();
         let mut sorted_actual = actual.clone();
         sorted_actual.sort();
-        assert_eq!(sorted_doc, sorted_actual, "EVENTS.md fields of {kind} differ from the payload");
+        assert_eq!(
+            sorted_doc, sorted_actual,
+            "EVENTS.md fields of {kind} differ from the payload"
+        );
     }
-    assert_eq!(documented.len(), benchledger::events::Event::KINDS.len(), "EVENTS.md documents kinds that do not exist");
+    assert_eq!(
+        documented.len(),
+        benchledger::events::Event::KINDS.len(),
+        "EVENTS.md documents kinds that do not exist"
+    );
 }

@@ -3,8 +3,12 @@
 //! facts and passes them in, and appends the result under the writer lock.
 
 use crate::error::{Error, Result};
-use crate::events::{Event, ManifestFrozen, ManifestSignedOff, SignOffRole};
-use crate::projections::State;
+use crate::events::{
+    CaseRef, CaseStarted, CheckKind, Event, GroupClosed, GroupOpened, GroupRef, ManifestFrozen,
+    ManifestSignedOff, RefusalClass, SignOffRole, Status,
+};
+use crate::manifest::{is_non_evaluation, Tier};
+use crate::projections::{CaseStatus, LineageState, Observation, State};
 
 /// Longest sign-off name, in bytes.
 pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
@@ -76,6 +80,485 @@ pub fn sign_off(
         manifest_blake3: l.frozen.manifest_blake3.clone(),
         role,
         name: name.to_string(),
+    })])
+}
+
+/// The facts `group open` records: what the operator started the group's
+/// daemon with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOpen {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The group name.
+    pub group: String,
+    /// SHA-256 of the daemon binary started, hex.
+    pub binary_sha256: String,
+    /// SHA-256 of its config, hex.
+    pub config_sha256: String,
+    /// Its ports.
+    pub ports: Vec<u16>,
+    /// Its database path.
+    pub db_path: String,
+    /// Its output directory.
+    pub out_dir: String,
+}
+
+fn not_stopped(l: &LineageState) -> Result<()> {
+    if let Some((at, stop)) = &l.stopped {
+        return Err(refuse(
+            "VERDICT-3",
+            format!(
+                "lineage {:?} was stopped at seq {} (rule {}: {}); it launches nothing more",
+                l.frozen.lineage, at.seq, stop.rule, stop.reason
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn manifest_group<'a>(l: &'a LineageState, group: &str) -> Result<&'a crate::manifest::Group> {
+    l.frozen
+        .manifest
+        .public
+        .groups
+        .iter()
+        .find(|g| g.name == group)
+        .ok_or_else(|| {
+            refuse(
+                "LINEAGE-1",
+                format!(
+                    "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                    l.frozen.manifest.public.group_names(),
+                    l.frozen.lineage
+                ),
+            )
+        })
+}
+
+/// LINEAGE-2: every group listed before `group` is sealed; the previous
+/// evaluation round is accepted, and for r2/r3 its feedback is recorded.
+fn earlier_groups_done(l: &LineageState, group: &str) -> Result<()> {
+    let names = l.frozen.manifest.public.group_names();
+    let pos = names.iter().position(|n| *n == group).unwrap_or(0);
+    for earlier in &names[..pos] {
+        let g = l.groups.get(*earlier);
+        if !g.is_some_and(|g| g.sealed.is_some()) {
+            return Err(refuse(
+                "LINEAGE-2",
+                format!("group {earlier:?} comes before {group:?} and is not sealed"),
+            ));
+        }
+        if !is_non_evaluation(earlier) && !g.is_some_and(|g| g.accepted()) {
+            return Err(refuse(
+                "LINEAGE-2",
+                format!(
+                "round {earlier:?} was not accepted; a rejected group stops the lineage (LINEAGE-5)"
+            ),
+            ));
+        }
+    }
+    if group == "r2" || group == "r3" {
+        let prev = if group == "r2" { "r1" } else { "r2" };
+        if !l.groups.get(prev).is_some_and(|g| g.feedback.is_some()) {
+            return Err(refuse(
+                "LINEAGE-2",
+                format!("{group} starts only after feedback from accepted {prev} was recorded"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// GATE-5: the accepted canary groups of a lineage; at least one is required
+/// before scored work.
+fn accepted_canary(l: &LineageState) -> Result<Vec<(&String, &crate::projections::GroupState)>> {
+    let canaries: Vec<_> = l
+        .groups
+        .iter()
+        .filter(|(n, g)| n.starts_with("canary") && g.accepted())
+        .collect();
+    if canaries.is_empty() {
+        return Err(refuse(
+            "GATE-5",
+            "an accepted canary is required before scored work",
+        ));
+    }
+    Ok(canaries)
+}
+
+/// `group open`: records the group's daemon start, refused unless every
+/// value equals the frozen manifest (GATE-4, FREEZE-4), the group was never
+/// opened, and it is next in the lineage's order (LINEAGE-1, LINEAGE-2).
+pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
+    let l = state.lineage(cmd.lineage.as_deref())?;
+    not_stopped(l)?;
+    let g = manifest_group(l, &cmd.group)?;
+    if let Some((at, _)) = l.groups.get(&cmd.group).and_then(|g| g.opened.as_ref()) {
+        return Err(refuse(
+            "FREEZE-4",
+            format!(
+                "group {:?} was opened at seq {}; a group's daemon starts once",
+                cmd.group, at.seq
+            ),
+        ));
+    }
+    let sw = &l.frozen.manifest.public.software;
+    if cmd.binary_sha256 != sw.bitrouter_binary_sha256 {
+        return Err(refuse(
+            "GATE-4",
+            format!(
+            "daemon binary sha256 {} is not the frozen {}; nothing is hot-swapped inside a lineage",
+            cmd.binary_sha256, sw.bitrouter_binary_sha256
+        ),
+        ));
+    }
+    let frozen_config = sw
+        .bitrouter_config_sha256
+        .get(&cmd.group)
+        .map(String::as_str)
+        .unwrap_or("");
+    if cmd.config_sha256 != frozen_config {
+        return Err(refuse(
+            "GATE-4",
+            format!(
+                "daemon config sha256 {} is not the frozen {frozen_config}",
+                cmd.config_sha256
+            ),
+        ));
+    }
+    for (what, got, want) in [
+        (
+            "ports",
+            format!("{:?}", cmd.ports),
+            format!("{:?}", g.ports),
+        ),
+        ("db path", cmd.db_path.clone(), g.db_path.clone()),
+        ("output directory", cmd.out_dir.clone(), g.out_dir.clone()),
+    ] {
+        if got != want {
+            return Err(refuse(
+                "FREEZE-4",
+                format!(
+                    "{what} {got} differ from the frozen {want} of group {:?}",
+                    cmd.group
+                ),
+            ));
+        }
+    }
+    earlier_groups_done(l, &cmd.group)?;
+    if !is_non_evaluation(&cmd.group) {
+        accepted_canary(l)?;
+    }
+    Ok(vec![Event::GroupOpened(GroupOpened {
+        group: GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: cmd.group,
+        },
+        binary_sha256: cmd.binary_sha256,
+        config_sha256: cmd.config_sha256,
+        ports: cmd.ports,
+        db_path: cmd.db_path,
+        out_dir: cmd.out_dir,
+    })])
+}
+
+/// `group close`: no more launches for an open group.
+pub fn group_close(state: &State, lineage: Option<&str>, group: &str) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    let g = l.groups.get(group);
+    if !g.is_some_and(|g| g.opened.is_some()) {
+        return Err(refuse(
+            "CASE-9",
+            format!("group {group:?} was never opened"),
+        ));
+    }
+    if let Some(at) = g.and_then(|g| g.closed) {
+        return Err(refuse(
+            "CASE-9",
+            format!("group {group:?} was closed at seq {}", at.seq),
+        ));
+    }
+    Ok(vec![Event::GroupClosed(GroupClosed {
+        group: GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: group.to_string(),
+        },
+    })])
+}
+
+/// The facts `case start` decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseStart {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The group name.
+    pub group: String,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The Harbor trial name its rendered config uses.
+    pub trial_name: String,
+    /// BLAKE3 of the TrialConfig to launch, hex.
+    pub trial_config_blake3: String,
+    /// The command to launch after `started` is durable, if any.
+    pub command: Vec<String>,
+    /// Now, as the CLI read it, ns since the epoch (UTC).
+    pub now_utc_ns: u64,
+}
+
+/// The routes a group's requests may take: control resolves every request to
+/// the strong route (LINEAGE-8); rounds and canaries use every tier, plus
+/// the strong route's non-scoring sentinel (GATE-3).
+pub fn group_routes(l: &LineageState, group: &str) -> Vec<Tier> {
+    if group == "control" {
+        vec![Tier::Strong]
+    } else {
+        l.frozen
+            .manifest
+            .public
+            .routes
+            .iter()
+            .map(|r| r.tier)
+            .collect()
+    }
+}
+
+/// The gate observations `case start` requires, as (rule, description,
+/// the latest matching observation).
+fn required_gates<'a>(
+    l: &'a LineageState,
+    group: &str,
+    config_blake3: &str,
+) -> Vec<(&'static str, String, Option<&'a Observation>)> {
+    let latest = |kind: CheckKind, group: Option<&str>, target: Option<&str>| {
+        l.gates
+            .checks
+            .iter()
+            .filter(|((k, g, t), _)| {
+                *k == kind
+                    && group.is_none_or(|w| g.as_deref() == Some(w))
+                    && target.is_none_or(|w| t == w)
+            })
+            .map(|(_, o)| o)
+            .max_by_key(|o| o.at.seq)
+    };
+    let mut out = vec![
+        (
+            "GATE-1",
+            "the STS identity proof".to_string(),
+            l.gates.identity.as_ref(),
+        ),
+        (
+            "GATE-2",
+            "the vCPU quota check".to_string(),
+            l.gates.quota.as_ref(),
+        ),
+        (
+            "GATE-3",
+            format!("the residue check of group {group}"),
+            latest(CheckKind::Residue, Some(group), None),
+        ),
+        (
+            "GATE-3",
+            format!("the daemon health check of group {group}"),
+            latest(CheckKind::DaemonHealth, Some(group), None),
+        ),
+    ];
+    for tier in group_routes(l, group) {
+        if let Some(r) = l.frozen.manifest.public.route(tier) {
+            out.push((
+                "GATE-3",
+                format!("the provider sentinel of {}", r.gate_target),
+                latest(CheckKind::ProviderSentinel, None, Some(&r.gate_target)),
+            ));
+        }
+    }
+    out.push((
+        "GATE-7",
+        format!("the validation of TrialConfig {config_blake3}"),
+        latest(CheckKind::ConfigValidated, None, Some(config_blake3)),
+    ));
+    out
+}
+
+/// Whether a case identity belongs to a group's frozen manifest (CASE-8).
+fn in_manifest(l: &LineageState, group: &str, case: &CaseRef) -> bool {
+    let c = &l.frozen.manifest.public.cases;
+    if is_non_evaluation(group) {
+        c.canaries
+            .iter()
+            .any(|k| k.group == group && k.task == case.task && k.trial == case.trial)
+    } else {
+        c.tasks.iter().any(|t| t.name == case.task) && c.trials.contains(&case.trial)
+    }
+}
+
+/// The security-policy skip's precondition for `replacement-01` (CASE-6):
+/// the original identity ended terminal-invalid without a valid TrialResult
+/// and has 403 evidence in one of the two skip classes.
+fn original_refused(l: &LineageState, group: &str, case: &CaseRef) -> Result<RefusalClass> {
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    let original = CaseRef {
+        replacement: 0,
+        ..case.clone()
+    };
+    let c = l.groups.get(group).and_then(|g| g.cases.get(&original));
+    let status = c.map_or(CaseStatus::NotStarted, |c| c.status(accepted));
+    if status != CaseStatus::TerminalInvalid {
+        return Err(refuse("CASE-6", format!("replacement-01 of {}/{} needs the original to have ended terminal_invalid; it is {status:?}", case.task, case.trial)));
+    }
+    let evidence = c.and_then(|c| c.refusals.iter().find(|(_, r)| r.http_status == 403));
+    match evidence {
+        Some((_, r)) => Ok(r.class),
+        None => Err(refuse("CASE-6", format!(
+            "replacement-01 of {}/{} needs sanitized HTTP 403 evidence of the original's refusal", case.task, case.trial
+        ))),
+    }
+}
+
+/// `case start`: appends `case_started` only when every rule holds; the
+/// command is launched only after that append is durable (GATE-6).
+pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
+    let l = state.lineage(cmd.lineage.as_deref())?;
+    let m = &l.frozen.manifest.public;
+    not_stopped(l)?;
+    manifest_group(l, &cmd.group)?;
+    let scored = !is_non_evaluation(&cmd.group);
+    if scored && !l.signed_off() {
+        return Err(refuse(
+            "FREEZE-7",
+            format!(
+                "lineage {:?} needs operator and reviewer sign-off before a scored case starts",
+                l.frozen.lineage
+            ),
+        ));
+    }
+    let g = l.groups.get(&cmd.group);
+    if !g.is_some_and(|g| g.opened.is_some()) {
+        return Err(refuse(
+            "GATE-4",
+            format!(
+                "group {:?} has no recorded daemon start (run `group open`)",
+                cmd.group
+            ),
+        ));
+    }
+    if let Some(at) = g.and_then(|g| g.closed) {
+        return Err(refuse(
+            "CASE-9",
+            format!(
+                "group {:?} was closed at seq {}: no more launches",
+                cmd.group, at.seq
+            ),
+        ));
+    }
+    earlier_groups_done(l, &cmd.group)?;
+    // The identity (CASE-8, CASE-6, CASE-2).
+    if !in_manifest(l, &cmd.group, &cmd.case) {
+        return Err(refuse(
+            "CASE-8",
+            format!(
+                "{}/{} is not a case identity of group {:?} in the frozen manifest",
+                cmd.case.task, cmd.case.trial, cmd.group
+            ),
+        ));
+    }
+    match cmd.case.replacement {
+        0 => {}
+        1 => {
+            if !m.method.security_skip_enabled {
+                return Err(refuse("CASE-6", "the frozen manifest does not enable the security-policy skip, so no replacement-01"));
+            }
+            original_refused(l, &cmd.group, &cmd.case)?;
+        }
+        n => {
+            return Err(refuse(
+                "CASE-6",
+                format!("there is never a third attempt: replacement-{n:02} is refused"),
+            ));
+        }
+    }
+    if let Some((at, _)) = g
+        .and_then(|g| g.cases.get(&cmd.case))
+        .and_then(|c| c.started.as_ref())
+    {
+        return Err(refuse(
+            "CASE-2",
+            format!(
+                "{}/{} was started at seq {}; a started identity is consumed forever",
+                cmd.case.task, cmd.case.trial, at.seq
+            ),
+        ));
+    }
+    // Gates, fresh before now (GATE-1..3, GATE-6, GATE-7).
+    let window_ns = m.limits.gate_freshness_sec.saturating_mul(1_000_000_000);
+    let mut gate_seqs = Vec::new();
+    for (rule, what, obs) in required_gates(l, &cmd.group, &cmd.trial_config_blake3) {
+        let Some(o) = obs else {
+            return Err(refuse(rule, format!("{what} was never recorded; a failed or missing gate leaves the case not_started")));
+        };
+        if o.status != Status::Pass {
+            return Err(refuse(rule, format!("{what} failed at seq {}", o.at.seq)));
+        }
+        if o.at.utc_ns > cmd.now_utc_ns || cmd.now_utc_ns - o.at.utc_ns > window_ns {
+            return Err(refuse(
+                rule,
+                format!(
+                    "{what} at seq {} is older than the frozen freshness window of {} s",
+                    o.at.seq, m.limits.gate_freshness_sec
+                ),
+            ));
+        }
+        gate_seqs.push(o.at.seq);
+    }
+    // Concurrency (CASE-7): started, not terminal, across the lineage.
+    let accepted = &m.harbor.accepted_exceptions;
+    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
+    if running >= m.limits.concurrency as usize {
+        return Err(refuse(
+            "CASE-7",
+            format!(
+                "{running} cases are started and not terminal; the frozen concurrency is {}",
+                m.limits.concurrency
+            ),
+        ));
+    }
+    // Canaries first (GATE-5), and at the lineage's concurrency (GATE-9).
+    if scored {
+        let canaries: Vec<_> = l
+            .groups
+            .iter()
+            .filter(|(n, g)| n.starts_with("canary") && g.accepted())
+            .collect();
+        if canaries.is_empty() {
+            return Err(refuse(
+                "GATE-5",
+                "an accepted canary is required before scored work",
+            ));
+        }
+        let c = m.limits.concurrency as u64;
+        if c > 1
+            && !canaries
+                .iter()
+                .any(|(_, g)| g.monitor_peak == Some(c) && g.cases.len() as u64 >= c)
+        {
+            return Err(refuse("GATE-9", format!(
+                "concurrency {c} needs an accepted multi-case canary that ran at exactly {c} with an observed peak of {c}"
+            )));
+        }
+    }
+    gate_seqs.sort_unstable();
+    gate_seqs.dedup();
+    Ok(vec![Event::CaseStarted(CaseStarted {
+        group: GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: cmd.group,
+        },
+        case: cmd.case,
+        trial_name: cmd.trial_name,
+        trial_config_blake3: cmd.trial_config_blake3,
+        gate_seqs,
+        command: cmd.command,
     })])
 }
 

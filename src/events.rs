@@ -528,6 +528,7 @@ pub enum Harness {
     ClaudeCode,
     Codex,
     Smithers,
+    #[serde(rename = "terminus_2")]
     Terminus2,
     OpenClaw,
     Unknown,

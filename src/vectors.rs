@@ -201,7 +201,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
                 },
                 source: Some("terminal-bench".into()),
                 task_checksum: hex64("task"),
-                agent: "terminus-2 2.0.0".into(),
+                agent: "terminus-2@2.0.0".into(),
                 model: Some("claude-sonnet-4-5".into()),
                 rewards: Some(
                     [("reward".to_string(), "1.0".to_string())]

@@ -429,7 +429,11 @@ impl Harness {
         let before = self.head_bytes();
         let r = self.run(args);
         assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(needle), "{args:?}: expected {needle:?} in {}", r.stderr);
+        assert!(
+            r.stderr.contains(needle),
+            "{args:?}: expected {needle:?} in {}",
+            r.stderr
+        );
         assert_eq!(self.head_bytes(), before, "{args:?} moved the head");
         r
     }
@@ -444,25 +448,71 @@ fn manifest_freeze_sign_off_and_show_redacted() {
     let j = r.json();
     assert_eq!(j["lineage"], "short13-kimi-2026-11");
     assert_eq!(j["seq"], 1);
-    for k in ["manifest_blake3", "task_manifest_blake3", "lineage_key", "control_key"] {
+    for k in [
+        "manifest_blake3",
+        "task_manifest_blake3",
+        "lineage_key",
+        "control_key",
+    ] {
         assert_eq!(j[k].as_str().unwrap().len(), 64, "{k}");
     }
-    h.ok(&["manifest", "sign-off", "--role", "operator", "--name", "alice"]);
-    h.refused(&["manifest", "sign-off", "--role", "reviewer", "--name", "alice"], 3, "FREEZE-7");
-    h.refused(&["manifest", "sign-off", "--role", "operator", "--name", "carol"], 3, "FREEZE-7");
-    h.ok(&["manifest", "sign-off", "--role", "reviewer", "--name", "bob"]);
+    h.ok(&[
+        "manifest", "sign-off", "--role", "operator", "--name", "alice",
+    ]);
+    h.refused(
+        &[
+            "manifest", "sign-off", "--role", "reviewer", "--name", "alice",
+        ],
+        3,
+        "FREEZE-7",
+    );
+    h.refused(
+        &[
+            "manifest", "sign-off", "--role", "operator", "--name", "carol",
+        ],
+        3,
+        "FREEZE-7",
+    );
+    h.ok(&[
+        "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
+    ]);
     let shown = h.ok(&["manifest", "show", "--redacted"]).stdout;
-    assert!(shown.contains("********9012") && shown.contains("lineage = \"short13-kimi-2026-11\""), "{shown}");
-    for private in ["123456789012", "benchmark-runner", "ANTHROPIC_BENCH_KEY", "/run/secrets", "commitment"] {
+    assert!(
+        shown.contains("********9012") && shown.contains("lineage = \"short13-kimi-2026-11\""),
+        "{shown}"
+    );
+    for private in [
+        "123456789012",
+        "benchmark-runner",
+        "ANTHROPIC_BENCH_KEY",
+        "/run/secrets",
+        "commitment",
+    ] {
         assert!(!shown.contains(private), "redacted view shows {private:?}");
     }
-    let full = h.ok(&["manifest", "show", "short13-kimi-2026-11", "--json"]).json();
-    assert_eq!(full["manifest"]["private"]["account"]["commitment"].as_str().unwrap().len(), 64);
+    let full = h
+        .ok(&["manifest", "show", "short13-kimi-2026-11", "--json"])
+        .json();
+    assert_eq!(
+        full["manifest"]["private"]["account"]["commitment"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
     // A holder of the private file can check every commitment.
     let (_, q) = h.manifest_files("check", MANIFEST, PRIVATE);
     let r = h.ok(&["manifest", "show", "--private", &q]);
-    assert!(r.stderr.contains("all 5 private values match"), "{}", r.stderr);
-    let (_, wrong) = h.manifest_files("wrong", MANIFEST, &PRIVATE.replace("env:ANTHROPIC_BENCH_KEY", "env:OTHER_KEY"));
+    assert!(
+        r.stderr.contains("all 5 private values match"),
+        "{}",
+        r.stderr
+    );
+    let (_, wrong) = h.manifest_files(
+        "wrong",
+        MANIFEST,
+        &PRIVATE.replace("env:ANTHROPIC_BENCH_KEY", "env:OTHER_KEY"),
+    );
     let r = h.run(&["manifest", "show", "--private", &wrong]);
     assert_eq!(r.code, 3, "{}", r.stderr);
 }
@@ -472,26 +522,75 @@ fn manifest_refusals_leave_the_head_identical() {
     let h = Harness::new();
     h.init();
     let cases: Vec<(String, &str, i32, &str)> = vec![
-        (MANIFEST.replacen("retries = 0 ", "retries = 2 ", 1), "retries", 3, "CASE-5"),
-        (MANIFEST.replacen("trials = [\"t1\"]", "trials = [\"t1\", \"t2\"]", 1), "trials", 3, "CLASS-1"),
-        (MANIFEST.replacen("name = \"r2\"", "name = \"r3\"", 1), "groups", 3, "LINEAGE-1"),
-        (MANIFEST.replacen("ports = [18721]", "ports = [18711]", 1), "ports", 3, "FREEZE-4"),
-        (MANIFEST.replacen("vcpu = 2", "vcpu = \"two\"", 1), "toml type", 2, "invalid type: string \"two\", expected u64"),
-        (MANIFEST.replacen("[limits]", "[limits", 1), "toml syntax", 2, "line"),
-        (MANIFEST.replacen("manifest_version = 1", "manifest_version = 7", 1), "version", 2, "field manifest_version"),
+        (
+            MANIFEST.replacen("retries = 0 ", "retries = 2 ", 1),
+            "retries",
+            3,
+            "CASE-5",
+        ),
+        (
+            MANIFEST.replacen("trials = [\"t1\"]", "trials = [\"t1\", \"t2\"]", 1),
+            "trials",
+            3,
+            "CLASS-1",
+        ),
+        (
+            MANIFEST.replacen("name = \"r2\"", "name = \"r3\"", 1),
+            "groups",
+            3,
+            "LINEAGE-1",
+        ),
+        (
+            MANIFEST.replacen("ports = [18721]", "ports = [18711]", 1),
+            "ports",
+            3,
+            "FREEZE-4",
+        ),
+        (
+            MANIFEST.replacen("vcpu = 2", "vcpu = \"two\"", 1),
+            "toml type",
+            2,
+            "invalid type: string \"two\", expected u64",
+        ),
+        (
+            MANIFEST.replacen("[limits]", "[limits", 1),
+            "toml syntax",
+            2,
+            "line",
+        ),
+        (
+            MANIFEST.replacen("manifest_version = 1", "manifest_version = 7", 1),
+            "version",
+            2,
+            "field manifest_version",
+        ),
     ];
     for (public, what, code, needle) in cases {
         let (p, q) = h.manifest_files(what, &public, PRIVATE);
         h.refused(&["manifest", "freeze", &p, "--private", &q], code, needle);
     }
     let (p, _) = h.manifest_files("ok", MANIFEST, PRIVATE);
-    h.refused(&["manifest", "freeze", &p, "--private", "/nonexistent/private.toml"], 2, "cannot read");
+    h.refused(
+        &[
+            "manifest",
+            "freeze",
+            &p,
+            "--private",
+            "/nonexistent/private.toml",
+        ],
+        2,
+        "cannot read",
+    );
     // A credential in any string is refused by the guard, naming the field.
     let secret = format!("{}{}", "sk-ant-api03-", "Q".repeat(40) + "9x");
     let with_secret = MANIFEST.replacen("hypothesis = \"", &format!("hypothesis = \"{secret} "), 1);
     let (p, q) = h.manifest_files("secret", &with_secret, PRIVATE);
     let r = h.refused(&["manifest", "freeze", &p, "--private", &q], 3, "FREEZE-2");
-    assert!(r.stderr.contains("run.hypothesis") && !r.stderr.contains(&secret), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("run.hypothesis") && !r.stderr.contains(&secret),
+        "{}",
+        r.stderr
+    );
     // And re-freezing a frozen lineage is refused.
     assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
     let (p, q) = h.manifest_files("again", MANIFEST, PRIVATE);
@@ -502,5 +601,11 @@ fn manifest_refusals_leave_the_head_identical() {
 fn sign_off_without_a_frozen_lineage_is_bad_input() {
     let h = Harness::new();
     h.init();
-    h.refused(&["manifest", "sign-off", "--role", "operator", "--name", "alice"], 2, "no frozen lineage");
+    h.refused(
+        &[
+            "manifest", "sign-off", "--role", "operator", "--name", "alice",
+        ],
+        2,
+        "no frozen lineage",
+    );
 }
