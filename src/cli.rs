@@ -93,6 +93,126 @@ pub enum Command {
     /// Freeze, sign off and show a lineage's manifest.
     #[command(subcommand)]
     Manifest(ManifestCommand),
+    /// Open (daemon started) and close (no more launches) a group.
+    #[command(subcommand)]
+    Group(GroupCommand),
+    /// Render a case's Harbor TrialConfig, or start a case through every gate.
+    #[command(subcommand)]
+    Case(CaseCommand),
+    /// List the case identities of a group that may launch: not started in
+    /// the ledger AND absent from the Harbor jobs directory (CASE-4).
+    Resume(ResumeArgs),
+}
+
+/// `group` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger holds
+/// one lineage.
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Record the group's daemon start; refused unless binary, config,
+    /// ports and paths equal the frozen manifest (GATE-4, FREEZE-4) and the
+    /// group is next in the lineage's order (LINEAGE-1, LINEAGE-2).
+    Open(GroupOpenArgs),
+    /// End launches for an open group (CASE-9).
+    Close(GroupArg),
+}
+
+/// Arguments of `group open`.
+#[derive(Debug, Args)]
+pub struct GroupOpenArgs {
+    /// The group (`LINEAGE/GROUP` or `GROUP`).
+    pub group: String,
+    /// SHA-256 of the daemon binary started.
+    #[arg(long)]
+    pub binary_sha256: String,
+    /// SHA-256 of the daemon config.
+    #[arg(long)]
+    pub config_sha256: String,
+    /// The daemon's ports, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub ports: Vec<u16>,
+    /// The daemon's database path.
+    #[arg(long)]
+    pub db: String,
+    /// The group's output directory.
+    #[arg(long)]
+    pub out: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A group argument alone.
+#[derive(Debug, Args)]
+pub struct GroupArg {
+    /// The group (`LINEAGE/GROUP` or `GROUP`).
+    pub group: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `case` verbs. CASE is `TASK/TRIAL`, or `TASK/TRIAL/replacement-01`.
+#[derive(Debug, Subcommand)]
+pub enum CaseCommand {
+    /// Write the one-case Harbor TrialConfig (Terminus 2, EC2, daemon
+    /// api_base, tags) rendered from the frozen manifest, and record its hash.
+    RenderConfig(RenderArgs),
+    /// Start a case: in one locked decide-and-append, refuse (exit 3, rule
+    /// named, nothing appended) unless every rule holds; then, after
+    /// `case_started` is durable, run CMD and record how it exited.
+    Start(CaseStartArgs),
+}
+
+/// Arguments of `case render-config`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The group.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// Where to write it (default: stdout, nothing recorded).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document on stdout (path and hash).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `case start`.
+#[derive(Debug, Args)]
+pub struct CaseStartArgs {
+    /// The group.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// The TrialConfig to launch (its BLAKE3 must equal a validated one,
+    /// GATE-7); default: the config rendered from the frozen manifest.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the command's output goes (default `<group out_dir>/<trial name>.log`).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run after `case_started` is durable, e.g.
+    /// `harbor trial start -c CONFIG`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The group.
+    pub group: String,
+    /// A Harbor jobs directory: identities with a trial directory there are
+    /// never launchable, whatever the ledger says.
+    #[arg(long, value_name = "DIR")]
+    pub harbor_jobs: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `manifest` verbs.
@@ -284,7 +404,7 @@ fn classify(e: &anyhow::Error) -> ExitClass {
 /// A usage error found after parsing.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct BadUsage(String);
+pub(crate) struct BadUsage(pub(crate) String);
 
 fn lock_wait(cli: &Cli) -> anyhow::Result<Duration> {
     let secs = cli.lock_timeout;
@@ -302,7 +422,7 @@ fn head_json(h: &Head) -> serde_json::Value {
     json!({ "head_seq": h.seq, "head_hash": hex::encode(h.hash) })
 }
 
-fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, v)?;
     writeln!(out)?;
@@ -314,6 +434,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = cli.ledger.clone();
     match &cli.command {
         Command::Manifest(m) => run_manifest(&cli, m, wait),
+        Command::Group(g) => crate::cli_cases::run_group(&cli, g, wait),
+        Command::Case(c) => crate::cli_cases::run_case(&cli, c, wait),
+        Command::Resume(r) => crate::cli_cases::run_resume(&cli, r, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)
@@ -488,7 +611,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes)
@@ -497,9 +620,10 @@ fn read_text(path: &PathBuf) -> anyhow::Result<String> {
 
 /// Decides against the replayed state and appends, all under the writer
 /// lock held by `ledger`.
-fn decide_and_append(
+pub(crate) fn decide_and_append(
     ledger: &Ledger,
     actor: &str,
+    now_ns: u64,
     decide: impl FnOnce(&crate::projections::State) -> crate::Result<Vec<Event>>,
 ) -> anyhow::Result<Vec<crate::ledger::Appended>> {
     let state = crate::projections::replay(ledger)?;
@@ -512,7 +636,7 @@ fn decide_and_append(
             idempotency_key: None,
         })
         .collect();
-    Ok(ledger.append(&drafts, now_utc_ns())?)
+    Ok(ledger.append(&drafts, now_ns)?)
 }
 
 fn run_manifest(cli: &Cli, cmd: &ManifestCommand, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -535,8 +659,9 @@ fn run_manifest(cli: &Cli, cmd: &ManifestCommand, wait: Duration) -> anyhow::Res
                 "control_key": frozen.control_key,
             });
             let ledger = Ledger::open(dir, wait)?;
-            let done =
-                decide_and_append(&ledger, &cli.actor, |s| crate::decide::freeze(s, frozen))?;
+            let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+                crate::decide::freeze(s, frozen)
+            })?;
             let mut summary = summary;
             summary["seq"] = json!(done[0].seq);
             if a.json {
@@ -565,7 +690,7 @@ fn run_manifest(cli: &Cli, cmd: &ManifestCommand, wait: Duration) -> anyhow::Res
                 RoleArg::Reviewer => crate::events::SignOffRole::Reviewer,
             };
             let ledger = Ledger::open(dir, wait)?;
-            let done = decide_and_append(&ledger, &cli.actor, |s| {
+            let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
                 crate::decide::sign_off(s, a.lineage.as_deref(), role, &a.name)
             })?;
             if a.json {

@@ -11,6 +11,7 @@
 
 pub mod chain;
 pub mod cli;
+pub mod cli_cases;
 pub mod codec;
 pub mod decide;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod record;
 pub mod secrets;
 pub mod store;
 pub mod timefmt;
+pub mod trial_config;
 pub mod vectors;
 
 pub use error::{Error, ExitClass, Result};

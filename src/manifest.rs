@@ -361,6 +361,11 @@ pub struct Harbor {
     /// Typed terminal exceptions accepted as `terminal_valid` when the
     /// verifier ran (CASE-3), e.g. `AgentTimeoutError`.
     pub accepted_exceptions: Vec<String>,
+    /// The model name rounds and canaries request from the daemon, whose
+    /// policy resolves it (`@auto`); control requests the strong route's model.
+    pub policy_model: String,
+    /// The protocol rounds and canaries speak to the daemon.
+    pub policy_protocol: RouteProtocol,
 }
 
 /// One route (FREEZE-1, PLANE-2).

@@ -609,3 +609,439 @@ fn sign_off_without_a_frozen_lineage_is_bad_input() {
         "no frozen lineage",
     );
 }
+
+// --- groups, cases, resume --------------------------------------------------
+
+mod cases {
+    use super::Harness;
+    use super::*;
+    use benchledger::events::*;
+    use benchledger::ledger::Draft;
+    use std::collections::BTreeMap;
+
+    const L: &str = "short13-kimi-2026-11";
+
+    /// The example manifest with eight canary identities in canary-1 and
+    /// the given concurrency.
+    fn manifest(concurrency: u32) -> String {
+        let canaries: String = (1..=8)
+            .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
+            .collect();
+        let start = MANIFEST.find("canaries = [\n").unwrap() + "canaries = [\n".len();
+        let end = start + MANIFEST[start..].find("]\n").unwrap();
+        let mut m = MANIFEST.to_string();
+        m.replace_range(start..end, &canaries);
+        m.replacen(
+            "concurrency = 1",
+            &format!("concurrency = {concurrency}"),
+            1,
+        )
+    }
+
+    fn append(h: &Harness, events: Vec<Event>) {
+        let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
+        let drafts: Vec<Draft> = events
+            .into_iter()
+            .map(|event| Draft {
+                actor: "test".into(),
+                event,
+                idempotency_key: None,
+            })
+            .collect();
+        l.append(&drafts, benchledger::timefmt::now_utc_ns())
+            .unwrap();
+    }
+
+    fn check(kind: CheckKind, group: Option<&str>, target: &str) -> Event {
+        Event::CheckRecorded(CheckRecorded {
+            lineage: L.into(),
+            group: group.map(Into::into),
+            check: kind,
+            target: target.into(),
+            status: Status::Pass,
+            details: BTreeMap::new(),
+        })
+    }
+
+    /// A ledger with the manifest frozen, canary-1 opened through the CLI,
+    /// and every gate of canary-1 recorded passing (as observations).
+    fn ready(concurrency: u32) -> Harness {
+        let h = Harness::new();
+        h.init();
+        assert_eq!(h.freeze(&manifest(concurrency), PRIVATE).code, 0);
+        let frozen =
+            benchledger::manifest::freeze(&manifest(concurrency), "m", PRIVATE, "p").unwrap();
+        let m = &frozen.manifest.public;
+        let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
+        let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
+        h.ok(&[
+            "group",
+            "open",
+            "canary-1",
+            "--binary-sha256",
+            &m.software.bitrouter_binary_sha256,
+            "--config-sha256",
+            &m.software.bitrouter_config_sha256["canary-1"],
+            "--ports",
+            &ports.join(","),
+            "--db",
+            &g.db_path,
+            "--out",
+            &g.out_dir,
+        ]);
+        let mut gates = vec![
+            Event::IdentityChecked(IdentityChecked {
+                lineage: L.into(),
+                selector: "profile:bench-operator".into(),
+                region: "us-east-1".into(),
+                endpoint_override: None,
+                ambient_variables_ignored: vec![],
+                account: None,
+                principal: None,
+                status: Status::Pass,
+                error: None,
+            }),
+            Event::QuotaChecked(QuotaChecked {
+                lineage: L.into(),
+                region: "us-east-1".into(),
+                quota_code: "L-1216C47A".into(),
+                quota_vcpu: 64,
+                used_vcpu: 0,
+                available_vcpu: 64,
+                required_vcpu: 2,
+                status: Status::Pass,
+                error: None,
+            }),
+            check(CheckKind::Residue, Some("canary-1"), "run-tag"),
+            check(CheckKind::DaemonHealth, Some("canary-1"), "health"),
+        ];
+        for r in &m.routes {
+            gates.push(check(CheckKind::ProviderSentinel, None, &r.gate_target));
+        }
+        for i in 1..=8 {
+            let c = CaseRef {
+                task: "hello-world".into(),
+                trial: format!("c{i}"),
+                replacement: 0,
+            };
+            let rendered = benchledger::trial_config::render(m, "canary-1", &c).unwrap();
+            gates.push(check(CheckKind::ConfigValidated, None, &rendered.blake3));
+        }
+        append(&h, gates);
+        h
+    }
+
+    fn started_cases(h: &Harness) -> Vec<Value> {
+        h.ok(&["log"])
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "case_started.v1")
+            .collect()
+    }
+
+    fn race(h: &Harness, cases: &[String]) -> Vec<Run> {
+        let children: Vec<_> = cases
+            .iter()
+            .map(|c| {
+                h.cmd()
+                    .args([
+                        "--lock-timeout",
+                        "60",
+                        "case",
+                        "start",
+                        "canary-1",
+                        c,
+                        "--json",
+                    ])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap().into())
+            .collect()
+    }
+
+    #[test]
+    fn eight_processes_racing_one_case_start_it_exactly_once() {
+        // rule CASE-2
+        let h = ready(1);
+        let runs = race(&h, &vec!["hello-world/c1".to_string(); 8]);
+        let ok: Vec<&Run> = runs.iter().filter(|r| r.code == 0).collect();
+        assert_eq!(
+            ok.len(),
+            1,
+            "{:?}",
+            runs.iter()
+                .map(|r| (&r.code, &r.stderr))
+                .collect::<Vec<_>>()
+        );
+        for r in runs.iter().filter(|r| r.code != 0) {
+            assert_eq!(r.code, 3, "{}", r.stderr);
+            assert!(
+                r.stderr.contains("CASE-2") || r.stderr.contains("LEDGER-2"),
+                "{}",
+                r.stderr
+            );
+        }
+        assert_eq!(started_cases(&h).len(), 1);
+        assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true);
+    }
+
+    #[test]
+    fn eight_cases_under_concurrency_three_never_run_more_than_three() {
+        // rule CASE-7
+        let h = ready(3);
+        let cases: Vec<String> = (1..=8).map(|i| format!("hello-world/c{i}")).collect();
+        let runs = race(&h, &cases);
+        assert_eq!(runs.iter().filter(|r| r.code == 0).count(), 3);
+        for r in runs.iter().filter(|r| r.code != 0) {
+            assert_eq!(r.code, 3, "{}", r.stderr);
+            assert!(r.stderr.contains("CASE-7"), "{}", r.stderr);
+        }
+        // At every seq, started-and-not-terminal <= 3 (no results exist).
+        let started = started_cases(&h);
+        assert_eq!(started.len(), 3);
+    }
+
+    #[test]
+    fn a_started_case_runs_its_command_and_records_the_exit() {
+        let h = ready(1);
+        let log = h.path("c1.log");
+        let r = h.ok(&[
+            "case",
+            "start",
+            "canary-1",
+            "hello-world/c1",
+            "--log",
+            log.to_str().unwrap(),
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo region=$AWS_REGION profile=$AWS_PROFILE key=${AWS_ACCESS_KEY_ID:-none}; exit 7",
+        ]);
+        let j = r.json();
+        assert_eq!(j["exit_code"], 7);
+        assert!(j["exited_seq"].as_u64().unwrap() > j["started_seq"].as_u64().unwrap());
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            text.trim(),
+            "region=us-east-1 profile=bench-operator key=none",
+            "the frozen selector, never ambient keys"
+        );
+        let exited: Vec<Value> = h
+            .ok(&["log"])
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "case_process_exited.v1")
+            .collect();
+        assert_eq!(exited.len(), 1);
+        assert_eq!(
+            exited[0]["payload"]["log_blake3"],
+            hex::encode(blake3::hash(text.as_bytes()).as_bytes())
+        );
+        // The case stays consumed whatever the command did.
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c1"],
+            3,
+            "CASE-2",
+        );
+    }
+
+    #[test]
+    fn killing_the_cli_while_its_command_runs_leaves_the_case_started_and_unlaunchable() {
+        // rule CASE-2, rule CASE-4
+        let h = ready(1);
+        let mut child = h
+            .cmd()
+            .env("AWS_ACCESS_KEY_ID", "ignored")
+            .args([
+                "case",
+                "start",
+                "canary-1",
+                "hello-world/c1",
+                "--log",
+                h.path("k.log").to_str().unwrap(),
+                "--",
+                "sleep",
+                "30",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until `started` is durable, then SIGKILL the CLI.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(l) = Ledger::open(&h.ledger(), Duration::from_millis(100)) {
+                let n = l
+                    .records()
+                    .unwrap()
+                    .filter(|v| v.as_ref().unwrap().decoded.record.kind == "case_started.v1")
+                    .count();
+                drop(l);
+                if n == 1 {
+                    break;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "case never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let _ = Command::new("pkill").args(["-f", "sleep 30"]).status();
+        assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true);
+        assert_eq!(started_cases(&h).len(), 1);
+        let r = h.ok(&["resume", "canary-1", "--json"]).json();
+        let launchable: Vec<&str> = r["launchable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(!launchable.contains(&"hello-world/c1"), "{launchable:?}");
+        assert_eq!(launchable.len(), 7);
+        let blocked = &r["not_launchable"][0];
+        assert_eq!(blocked["case"], "hello-world/c1");
+        assert!(
+            blocked["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("started at seq"),
+            "{blocked}"
+        );
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c1"],
+            3,
+            "CASE-2",
+        );
+    }
+
+    #[test]
+    fn resume_never_lists_an_identity_with_a_harbor_trial_directory() {
+        // rule CASE-4
+        let h = ready(1);
+        let jobs = h.path("jobs");
+        std::fs::create_dir_all(jobs.join("job-a").join("hello-world__canary-1-c2")).unwrap();
+        let r = h
+            .ok(&[
+                "resume",
+                "canary-1",
+                "--harbor-jobs",
+                jobs.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
+        let launchable = r["launchable"].as_array().unwrap();
+        assert_eq!(launchable.len(), 7);
+        assert!(!launchable.iter().any(|c| c == "hello-world/c2"));
+        assert!(r["not_launchable"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Harbor trial directory"));
+    }
+
+    #[test]
+    fn case_and_group_usage_errors() {
+        let h = ready(1);
+        h.refused(
+            &["case", "start", "canary-1", "hello-world"],
+            2,
+            "TASK/TRIAL",
+        );
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c1/replacement-xx"],
+            2,
+            "TASK/TRIAL",
+        );
+        h.refused(&["case", "start", "r9", "hello-world/c1"], 3, "LINEAGE-1");
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c9"],
+            3,
+            "CASE-8",
+        );
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c1/replacement-02"],
+            3,
+            "CASE-6",
+        );
+        h.refused(&["case", "start", "control", "fix-git/t1"], 3, "FREEZE-7");
+        h.refused(
+            &[
+                "group",
+                "open",
+                "canary-1",
+                "--binary-sha256",
+                "x",
+                "--config-sha256",
+                "y",
+                "--ports",
+                "1",
+                "--db",
+                "d",
+                "--out",
+                "o",
+            ],
+            3,
+            "FREEZE-4",
+        );
+        h.refused(&["group", "close", "r1"], 3, "CASE-9");
+        h.ok(&["group", "close", "canary-1"]);
+        h.refused(
+            &["case", "start", "canary-1", "hello-world/c1"],
+            3,
+            "CASE-9",
+        );
+    }
+
+    #[test]
+    fn render_config_writes_and_records_the_hash() {
+        let h = ready(1);
+        let out = h.path("c1.json");
+        let j = h
+            .ok(&[
+                "case",
+                "render-config",
+                "canary-1",
+                "hello-world/c1",
+                "-o",
+                out.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
+        let bytes = std::fs::read(&out).unwrap();
+        assert_eq!(j["blake3"], hex::encode(blake3::hash(&bytes).as_bytes()));
+        let cfg: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(cfg["trial_name"], "hello-world__canary-1-c1");
+        // The rendered config is the validated one, so a start with it passes GATE-7...
+        h.ok(&[
+            "case",
+            "start",
+            "canary-1",
+            "hello-world/c1",
+            "--config",
+            out.to_str().unwrap(),
+        ]);
+        // ...and any other bytes do not.
+        let other = h.path("other.json");
+        std::fs::write(&other, [bytes.as_slice(), b" "].concat()).unwrap();
+        h.refused(
+            &[
+                "case",
+                "start",
+                "canary-1",
+                "hello-world/c2",
+                "--config",
+                other.to_str().unwrap(),
+            ],
+            3,
+            "GATE-7",
+        );
+    }
+}

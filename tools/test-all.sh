@@ -19,3 +19,6 @@ bash tools/moto/check.sh
 
 echo "== Harbor 0.25.0 tooling (TrialConfig validation with Harbor's own models) =="
 bash tools/harbor/check.sh
+
+echo "== rendered TrialConfigs validated by Harbor 0.25.0's own models (GATE-7) =="
+bash tools/harbor/validate-rendered.sh

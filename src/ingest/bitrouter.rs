@@ -954,4 +954,934 @@ pub fn read_rows<T>(
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use std::collections::BTreeSet;
+    use std::fmt::Debug;
+    use std::io::BufReader;
+    use std::path::PathBuf;
+
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+    use crate::ingest::harbor;
+    use crate::ingest::tests::Generated;
+
+    const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/bitrouter");
+    const OURS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/fixtures/bitrouter"
+    );
+
+    fn g() -> GroupRef {
+        GroupRef {
+            lineage: "tb21-short13-kimi".into(),
+            group: "r1".into(),
+        }
+    }
+
+    fn read(dir: &str, rel: &str) -> Vec<u8> {
+        let path = format!("{dir}/{rel}");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// Every row of a file through `read_rows`.
+    fn rows_of<T>(dir: &str, rel: &str, parse: RowParser<T>) -> Result<Vec<T>> {
+        let path = format!("{dir}/{rel}");
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut out = Vec::new();
+        read_rows(
+            &mut BufReader::new(file),
+            rel,
+            &g(),
+            parse,
+            None,
+            &mut |_, row| {
+                out.push(row);
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The message of refusing `text` (one or more lines) as file `x.jsonl`.
+    fn refusal<T: Debug>(parse: RowParser<T>, text: &[u8]) -> String {
+        let result = read_rows(&mut &text[..], "x.jsonl", &g(), parse, None, &mut |_, _| {
+            Ok(())
+        });
+        match result {
+            Err(e) => {
+                assert_eq!(e.class(), crate::error::ExitClass::BadInput, "{e}");
+                e.to_string()
+            }
+            Ok(n) => panic!("{n} rows accepted, expected a refusal"),
+        }
+    }
+
+    /// A JSON line from `base` with `edit` applied to its top-level object.
+    fn edited(base: &Value, edit: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {
+        let mut v = base.clone();
+        if let Value::Object(m) = &mut v {
+            edit(m);
+        }
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    /// Sets `path` (dotted) in `m` to `value`; `None` removes it.
+    fn set(m: &mut Map<String, Value>, path: &str, value: Option<Value>) {
+        let (head, last) = match path.rsplit_once('.') {
+            Some((h, l)) => (Some(h), l),
+            None => (None, path),
+        };
+        let mut cur = m;
+        if let Some(head) = head {
+            for key in head.split('.') {
+                cur = cur.get_mut(key).and_then(Value::as_object_mut).unwrap();
+            }
+        }
+        match value {
+            Some(v) => {
+                cur.insert(last.to_string(), v);
+            }
+            None => {
+                cur.remove(last);
+            }
+        }
+    }
+
+    fn first_line(dir: &str, rel: &str) -> Value {
+        let bytes = read(dir, rel);
+        let line = bytes.split(|b| *b == b'\n').next().unwrap();
+        serde_json::from_slice(line).unwrap()
+    }
+
+    fn trace() -> Value {
+        first_line(OURS, "traces.jsonl")
+    }
+    fn decision() -> Value {
+        first_line(OURS, "decisions.jsonl")
+    }
+    /// The kimi equal-rate usage row (request 2 of our fixtures).
+    fn usage() -> Value {
+        let bytes = read(OURS, "usage.jsonl");
+        let line = bytes.split(|b| *b == b'\n').nth(1).unwrap();
+        serde_json::from_slice(line).unwrap()
+    }
+    fn receipt() -> Value {
+        serde_json::from_slice(&read(
+            SHARED,
+            "test-inline/receipts/computed_kimi_equal_rate_buckets.json",
+        ))
+        .unwrap()
+    }
+    fn outcome() -> Value {
+        first_line(OURS, "outcomes.jsonl")
+    }
+
+    fn at(field: &str, problem: &str) -> String {
+        format!("x.jsonl: line 1: field {field}: {problem}")
+    }
+
+    // ---- our fixtures ----
+
+    #[test]
+    fn our_fixtures_parse_and_join_on_equal_request_ids() {
+        // rule JOIN-1: T = U = D = R, no duplicates
+        let traces = rows_of(OURS, "traces.jsonl", parse_trace).unwrap();
+        let decisions = rows_of(OURS, "decisions.jsonl", parse_decision).unwrap();
+        let usage = rows_of(OURS, "usage.jsonl", parse_usage).unwrap();
+        let receipts = rows_of(OURS, "receipts.jsonl", parse_receipt).unwrap();
+        let outcomes = rows_of(OURS, "outcomes.jsonl", parse_outcome).unwrap();
+        let t: BTreeSet<_> = traces.iter().map(|r| r.request_id.clone()).collect();
+        let d: BTreeSet<_> = decisions
+            .iter()
+            .filter_map(|r| r.request_id.clone())
+            .collect();
+        let u: BTreeSet<_> = usage.iter().map(|r| r.request_id.clone()).collect();
+        let rc: BTreeSet<_> = receipts.iter().map(|r| r.request_id.clone()).collect();
+        let o: BTreeSet<_> = outcomes
+            .iter()
+            .filter_map(|r| r.request_id.clone())
+            .collect();
+        assert_eq!(t.len(), 6);
+        assert_eq!(traces.len(), 6);
+        for other in [&d, &u, &rc, &o] {
+            assert_eq!(&t, other);
+        }
+        // every computed row recomputes to its charge (SETTLE-2, SETTLE-5)
+        for row in &usage {
+            match row.reconciliation_status {
+                ReconciliationStatus::Computed => {
+                    assert_eq!(row.recompute_matches, Some(true), "{}", row.request_id);
+                    assert_eq!(row.recomputed_charge_micro_usd, row.final_charge_micro_usd);
+                }
+                _ => {
+                    assert_eq!(row.final_charge_micro_usd, None);
+                    assert_eq!(row.recompute_matches, None);
+                }
+            }
+        }
+        // receipts agree with their usage rows
+        for (r, u) in receipts.iter().zip(&usage) {
+            assert_eq!(r.request_id, u.request_id);
+            assert_eq!(r.buckets, u.buckets);
+            assert_eq!(r.final_charge_micro_usd, u.final_charge_micro_usd);
+        }
+        // the 429 zero-usage row
+        let limited = &traces[4];
+        assert_eq!(
+            (limited.http_status, limited.status),
+            (429, TraceStatus::Failed)
+        );
+        assert_eq!(
+            usage[4].error_code.as_deref(),
+            Some("upstream_rate_limited")
+        );
+        assert_eq!(usage[4].buckets, token_buckets(&Buckets::default()));
+        assert_eq!(receipts[4].state, ReceiptState::NotCharged);
+        // the kimi equal-rate row
+        assert_eq!(usage[1].final_charge_micro_usd, Some(31175));
+        assert_eq!(usage[1].pricing_source, Some(PricingSource::Override));
+        assert_eq!(decisions[2].reason, "progress_guard");
+        assert_eq!(outcomes[0].reward, "1.0");
+        assert_eq!(
+            outcomes[3].failed_reason.as_deref(),
+            Some("verifier_failed")
+        );
+        // line hashes are of the exact line bytes
+        let first = read(OURS, "traces.jsonl");
+        let line = first.split(|b| *b == b'\n').next().unwrap();
+        assert_eq!(traces[0].line_blake3, blake3_hex(line));
+        assert_eq!(traces[0].harness, Harness::Terminus2);
+        assert_eq!(traces[0].protocol, Protocol::ChatCompletions);
+    }
+
+    #[test]
+    fn our_fixtures_hold_no_credential_shapes() {
+        // verdict row: secrets
+        for name in [
+            "traces.jsonl",
+            "decisions.jsonl",
+            "usage.jsonl",
+            "receipts.jsonl",
+            "outcomes.jsonl",
+            "README.md",
+            "make_fixtures.py",
+        ] {
+            let text = String::from_utf8(read(OURS, name)).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                assert_eq!(crate::secrets::scan(line), None, "{name}:{}", i + 1);
+            }
+        }
+        // and the payloads pass the append guard
+        let traces = rows_of(OURS, "traces.jsonl", parse_trace).unwrap();
+        for t in traces {
+            crate::guard::check_event(&crate::events::Event::RequestTraced(t)).unwrap();
+        }
+    }
+
+    // ---- the shared fixtures ----
+
+    fn files_under(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files_under(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+
+    fn refused_with<T: Debug>(rel: &str, parse: RowParser<T>, expected: &str) {
+        let err = rows_of(SHARED, rel, parse).unwrap_err().to_string();
+        assert_eq!(err, expected, "{rel}");
+    }
+
+    #[test]
+    fn every_shared_bitrouter_fixture_parses_or_is_refused_clearly() {
+        let root = std::path::Path::new(SHARED);
+        let mut files = Vec::new();
+        files_under(root, &mut files);
+        let mut seen: BTreeSet<String> = files
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
+        let mut check = |rel: &str| assert!(seen.remove(rel), "no fixture {rel}");
+
+        check("README.md"); // documentation
+
+        // stale bundle-smoke format: refused by shape, with a clear message
+        check("bundle-smoke/traces.jsonl");
+        refused_with(
+            "bundle-smoke/traces.jsonl",
+            parse_trace,
+            &format!("bundle-smoke/traces.jsonl: line 1: field (line): {STALE_TRACE}"),
+        );
+        check("bundle-smoke/cloud-usage.jsonl");
+        refused_with(
+            "bundle-smoke/cloud-usage.jsonl",
+            parse_usage,
+            &format!("bundle-smoke/cloud-usage.jsonl: line 1: field (line): {STALE_USAGE}"),
+        );
+        check("bundle-smoke/benchmark-outcomes.jsonl");
+        refused_with(
+            "bundle-smoke/benchmark-outcomes.jsonl",
+            parse_outcome,
+            &format!(
+                "bundle-smoke/benchmark-outcomes.jsonl: line 1: field request_id: {LEGACY_OUTCOME}"
+            ),
+        );
+
+        // the legacy outcome row: refused strictly, analytical-only on request (JOIN-4)
+        check("test-inline/benchmark-outcome-legacy.jsonl");
+        refused_with("test-inline/benchmark-outcome-legacy.jsonl", parse_outcome, &format!("test-inline/benchmark-outcome-legacy.jsonl: line 1: field request_id: {LEGACY_OUTCOME}"));
+        let legacy = rows_of(
+            SHARED,
+            "test-inline/benchmark-outcome-legacy.jsonl",
+            parse_outcome_analytical,
+        )
+        .unwrap();
+        assert_eq!(legacy.len(), 1);
+        assert_eq!(legacy[0].request_id, None);
+        assert_eq!(legacy[0].reward, "0.0");
+        assert_eq!(legacy[0].task_id, "filter-js-from-html");
+        assert_eq!(legacy[0].failed_reason.as_deref(), Some("verifier_failed"));
+
+        // adapter-side decision rows of an unmerged branch
+        check("route-evidence-run/decisions.jsonl");
+        refused_with(
+            "route-evidence-run/decisions.jsonl",
+            parse_decision,
+            &format!(
+                "route-evidence-run/decisions.jsonl: line 1: field (line): {ADAPTER_DECISION}"
+            ),
+        );
+
+        // partial harbor results (test literals / adapter fixtures), not harbor dumps
+        for rel in [
+            "route-evidence-run/jobs/job/pass/result.json",
+            "route-evidence-run/jobs/job/provider/result.json",
+            "test-inline/harbor-run-4b86a513/regex-log__abc123/result.json",
+        ] {
+            check(rel);
+            let err = harbor::parse_trial_result(&read(SHARED, rel), rel)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!(
+                    "{rel}: field trial_uri: missing; not a harbor 0.25.0 trial result dump"
+                )),
+                "{err}"
+            );
+        }
+        let jobs = harbor::walk_jobs(&root.join("route-evidence-run/jobs")).unwrap();
+        assert_eq!(jobs.jobs.len(), 1);
+        assert_eq!(
+            jobs.jobs[0]
+                .trials
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["pass", "provider"]
+        );
+        assert!(jobs.incomplete().is_empty());
+        assert_eq!(jobs.unmapped().len(), 2);
+        check("test-inline/harbor-run-4b86a513/result.json");
+        let rel = "test-inline/harbor-run-4b86a513/result.json";
+        assert_eq!(
+            harbor::parse_job_result(&read(SHARED, rel), rel)
+                .unwrap_err()
+                .to_string(),
+            format!("{rel}: field started_at: missing")
+        );
+        let run = harbor::walk_jobs(&root.join("test-inline/harbor-run-4b86a513")).unwrap();
+        assert_eq!(run.jobs.len(), 1);
+        assert_eq!(run.jobs[0].artifacts.len(), 1);
+        assert_eq!(run.jobs[0].trials.len(), 1);
+
+        // receipts: single JSON documents, bare SettlementReceipt bodies
+        for (rel, state, charge) in [
+            (
+                "test-inline/receipts/computed.json",
+                ReceiptState::Computed,
+                Some(29),
+            ),
+            (
+                "test-inline/receipts/computed_kimi_equal_rate_buckets.json",
+                ReceiptState::Computed,
+                Some(31175),
+            ),
+            (
+                "test-inline/receipts/not_charged.json",
+                ReceiptState::NotCharged,
+                None,
+            ),
+        ] {
+            check(rel);
+            assert_eq!(
+                ReceiptFileForm::of_path(std::path::Path::new(rel)),
+                ReceiptFileForm::Document
+            );
+            let bytes = read(SHARED, rel);
+            let r = parse_receipt_document(&bytes, rel, &g()).unwrap();
+            assert_eq!(
+                (r.state, r.final_charge_micro_usd),
+                (state, charge),
+                "{rel}"
+            );
+            assert_eq!(r.source_blake3, blake3_hex(&bytes));
+            let again = read_receipt_document(&mut &bytes[..], rel, &g()).unwrap();
+            assert_eq!(again, r);
+        }
+
+        // test inputs that are not evidence rows
+        check("trajectory/complete_chat.jsonl");
+        refused_with(
+            "trajectory/complete_chat.jsonl",
+            parse_trace,
+            &format!("trajectory/complete_chat.jsonl: line 1: field (line): {TRAJECTORY_INPUT}"),
+        );
+        for rel in [
+            "workflow_state_replay/previous_response.json",
+            "workflow_state_replay/real_session_opening_20260703.json",
+        ] {
+            check(rel);
+            assert_eq!(
+                parse_trace(&read(SHARED, rel), &g()).unwrap_err(),
+                FieldError::line(REPLAY_FIXTURE),
+                "{rel}"
+            );
+        }
+
+        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
+    }
+
+    // ---- money through the usage path ----
+
+    #[test]
+    fn kimi_receipt_recomputes_to_31175_through_the_usage_path() {
+        // rule SETTLE-2, SETTLE-5: the receipt's buckets as a usage row with its effective rates
+        let r = receipt();
+        let b = &r["usage"];
+        let prompt = b["uncached_input_tokens"].as_u64().unwrap()
+            + b["cache_read_tokens"].as_u64().unwrap()
+            + b["cache_write_tokens"].as_u64().unwrap();
+        let completion =
+            b["output_tokens"].as_u64().unwrap() + b["reasoning_tokens"].as_u64().unwrap();
+        let row = json!({
+            "id": r["request_id"], "request_id": r["request_id"], "provider_id": r["provider_id"], "model_id": r["model_id"],
+            "prompt_tokens": prompt, "completion_tokens": completion,
+            "reasoning_tokens": b["reasoning_tokens"], "uncached_input_tokens": b["uncached_input_tokens"],
+            "cache_read_tokens": b["cache_read_tokens"], "cache_write_tokens": b["cache_write_tokens"], "output_tokens": b["output_tokens"],
+            "usage_origin": "authoritative_receipt", "raw_usage": {}, "final_charge_micro_usd": r["final_charge_micro_usd"],
+            "charge_status": "computed",
+            "charge_evidence": {"status": "computed", "charge_micro_usd": 31175,
+                "effective_rates": {"uncached_input_micro_usd_per_token": 0.84, "cache_read_micro_usd_per_token": 0.84,
+                    "cache_write_micro_usd_per_token": 0.84, "output_micro_usd_per_token": 3.99},
+                "pricing_source": "override", "pricing_version": format!("sha256:{}", "0".repeat(64)), "unknown_reason": null},
+            "reconciliation_status": "computed", "reconciliation_attempts": 1, "status": "completed", "error_code": null
+        });
+        let u = parse_usage(&serde_json::to_vec(&row).unwrap(), &g()).unwrap();
+        assert_eq!(u.recomputed_charge_micro_usd, Some(31175));
+        assert_eq!(u.recompute_matches, Some(true));
+        let rates = u.rates.unwrap();
+        assert_eq!(rates.uncached_input.unwrap().canonical(), "0.84");
+        assert_eq!(rates.output.unwrap().canonical(), "3.99");
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (34804, 486));
+    }
+
+    #[test]
+    fn a_charge_that_does_not_recompute_is_recorded_not_hidden() {
+        // rule SETTLE-5: no epsilon; the parser records the mismatch for the verdict
+        let line = edited(&usage(), |m| {
+            set(m, "final_charge_micro_usd", Some(json!(31176)))
+        });
+        let u = parse_usage(&line, &g()).unwrap();
+        assert_eq!(
+            (u.recomputed_charge_micro_usd, u.recompute_matches),
+            (Some(31175), Some(false))
+        );
+        // rates that price as unknown: nothing recomputed, no match
+        let line = edited(&usage(), |m| {
+            set(
+                m,
+                "charge_evidence.effective_rates.output_micro_usd_per_token",
+                Some(Value::Null),
+            )
+        });
+        let u = parse_usage(&line, &g()).unwrap();
+        assert_eq!(
+            (u.recomputed_charge_micro_usd, u.recompute_matches),
+            (None, Some(false))
+        );
+        assert_eq!(u.rates.unwrap().output, None);
+        // no evidence at all (a pending row)
+        let line = edited(&usage(), |m| {
+            set(m, "charge_evidence", Some(Value::Null));
+            set(m, "final_charge_micro_usd", Some(Value::Null));
+            set(m, "reconciliation_status", Some(json!("pending")));
+        });
+        let u = parse_usage(&line, &g()).unwrap();
+        assert_eq!(
+            (u.rates, u.recompute_matches, u.pricing_source),
+            (None, None, None)
+        );
+    }
+
+    // ---- malformed traces ----
+
+    #[test]
+    fn trace_refusals_name_line_and_field() {
+        let t = trace();
+        let cases: Vec<(Vec<u8>, String)> = vec![
+            (edited(&t, |m| set(m, "harness", Some(json!("claude")))),
+             at("harness", "unknown value \"claude\"; expected one of generic|hermes|claude_code|codex|smithers|terminus_2|open_claw|unknown")),
+            (edited(&t, |m| set(m, "protocol", Some(json!("grpc")))),
+             at("protocol", "unknown value \"grpc\"; expected one of chat_completions|messages|responses|open_claw_runtime|unknown")),
+            (edited(&t, |m| set(m, "outcome.status", None)), at("outcome.status", "missing")),
+            (edited(&t, |m| set(m, "outcome.http_status", Some(json!(700)))),
+             at("outcome.http_status", "expected an http status 100..=599, found 700")),
+            (edited(&t, |m| set(m, "outcome.http_status", Some(json!("200")))),
+             at("outcome.http_status", "expected a non-negative integer, found a string \"200\"")),
+            (edited(&t, |m| {
+                set(m, "outcome.status", Some(json!("client_cancelled")));
+            }), at("outcome.http_status", "client_cancelled is recorded with http 499, found 200")),
+            (edited(&t, |m| set(m, "captured_at", Some(json!("yesterday")))),
+             at("captured_at", "expected an rfc 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.f](Z|+HH:MM)), found \"yesterday\"")),
+            (edited(&t, |m| set(m, "id", None)), at("id", "missing")),
+            (edited(&t, |m| set(m, "id", Some(json!("")))), at("id", "is empty")),
+            (edited(&t, |m| set(m, "method", Some(json!("post")))),
+             at("method", "expected an upper-case http method such as POST, found \"post\"")),
+            (edited(&t, |m| set(m, "path", Some(json!("v1/chat")))),
+             at("path", "expected a request path starting with /, found \"v1/chat\"")),
+            (edited(&t, |m| set(m, "headers.x-bitrouter-request-id", Some(json!("other-id")))),
+             at("headers.x-bitrouter-request-id", &format!(
+                 "\"other-id\" differs from id {:?}; bitrouter reuses the inbound id, so one request would carry two ids (weak attribution, rule JOIN-4)",
+                 t["id"].as_str().unwrap()))),
+            (edited(&t, |m| set(m, "outcome", Some(json!([200])))),
+             at("outcome", "expected an object, found an array [200]")),
+        ];
+        for (line, expected) in &cases {
+            assert_eq!(&refusal(parse_trace, line), expected);
+        }
+        // a repeated key is refused, at any depth
+        let dup = br#"{"id":"a","id":"b"}"#;
+        assert_eq!(
+            refusal(parse_trace, dup),
+            at("id", "duplicate key; a json object must not repeat a key")
+        );
+        let mut nested = serde_json::to_vec(&t).unwrap();
+        let text = String::from_utf8(nested.clone()).unwrap().replace(
+            "\"http_status\":200",
+            "\"http_status\":200,\"http_status\":500",
+        );
+        nested = text.into_bytes();
+        assert_eq!(
+            refusal(parse_trace, &nested),
+            at(
+                "outcome.http_status",
+                "duplicate key; a json object must not repeat a key"
+            )
+        );
+    }
+
+    #[test]
+    fn whole_line_refusals() {
+        let good = serde_json::to_vec(&trace()).unwrap();
+        // blank line between rows
+        let mut two = good.clone();
+        two.extend_from_slice(b"\n\n");
+        two.extend_from_slice(&good);
+        assert_eq!(
+            refusal(parse_trace, &two),
+            "x.jsonl: line 2: field (line): blank line; every line must hold one json object"
+        );
+        // truncated json (a writer killed mid-line)
+        let cut = &good[..good.len() / 2];
+        let err = refusal(parse_trace, cut);
+        assert!(
+            err.starts_with(
+                "x.jsonl: line 1: field (line): truncated json: the text ends inside a value"
+            ),
+            "{err}"
+        );
+        // not utf-8
+        let mut bad = br#"{"id":"a"#.to_vec();
+        bad.push(0xff);
+        bad.extend_from_slice(br#""}"#);
+        assert_eq!(
+            refusal(parse_trace, &bad),
+            "x.jsonl: line 1: field (line): not utf-8: invalid byte at offset 8"
+        );
+        // not an object
+        let err = refusal(parse_usage, b"[1,2]");
+        assert!(err.starts_with("x.jsonl: line 1: field (line): invalid json: invalid type: sequence, expected a json object"), "{err}");
+        // trailing garbage after the object
+        let err = refusal(parse_usage, b"{} {}");
+        assert!(
+            err.starts_with("x.jsonl: line 1: field (line): invalid json: trailing characters"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn line_too_long_is_refused_before_parsing() {
+        // INGEST_LINE_BYTES_MAX through read_rows, streamed
+        let past = std::io::repeat(b' ').take(INGEST_LINE_BYTES_MAX as u64 + 1);
+        let mut r = BufReader::new(past);
+        let err = read_rows(&mut r, "big.jsonl", &g(), parse_trace, None, &mut |_, _| {
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), format!("big.jsonl: line 1: field (line): line is longer than the limit of {INGEST_LINE_BYTES_MAX} bytes"));
+    }
+
+    #[test]
+    fn a_large_raw_body_is_read_and_skipped() {
+        // 8 MiB of body, well below the line bound; skipped unparsed but hashed
+        let mut t = trace();
+        t["raw_body"] = json!({"model": "@auto", "messages": [{"role": "user", "content": "x".repeat(8 << 20)}]});
+        let line = serde_json::to_vec(&t).unwrap();
+        let parsed = parse_trace(&line, &g()).unwrap();
+        assert_eq!(parsed.line_blake3, blake3_hex(&line));
+    }
+
+    // ---- malformed decisions ----
+
+    #[test]
+    fn decision_refusals_name_line_and_field() {
+        let d = decision();
+        let cases: Vec<(Vec<u8>, String)> = vec![
+            (edited(&d, |m| set(m, "reason", Some(json!("fallback")))),
+             at("reason", "unknown value \"fallback\"; expected one of static_table|tool_guardrail|progress_guard|progress_guard_tool_guardrail|continuation_pin|no_match|exploration_trial|exploration_locked|adequacy_pin|reliability_circuit_open|reliability_half_open_probe")),
+            (edited(&d, |m| set(m, "ingress_request_id_sha256", Some(json!("sha256:XYZ")))),
+             at("ingress_request_id_sha256", "expected sha256:<64 lowercase hex digits>, found \"sha256:XYZ\"")),
+            (edited(&d, |m| {
+                set(m, "request_id", None);
+                set(m, "ingress_request_id_sha256", Some(Value::Null));
+            }), at("request_id", "missing, and so is ingress_request_id_sha256; a decision needs one of them to join its trace (rule JOIN-2)")),
+            (edited(&d, |m| set(m, "pinned", Some(json!("false")))),
+             at("pinned", "expected true or false, found a string \"false\"")),
+            (edited(&d, |m| set(m, "trialed", None)), at("trialed", "missing")),
+            (edited(&d, |m| set(m, "workflow_state", Some(json!("opening")))),
+             at("workflow_state", "present together with trace_state, of which it is the old alias; a row has one")),
+            (edited(&d, |m| set(m, "trace_state", None)),
+             at("trace_state", "missing (and so is its alias workflow_state)")),
+            (edited(&d, |m| set(m, "selected_effort", Some(json!("ultra")))),
+             at("selected_effort", "unknown value \"ultra\"; expected one of none|minimal|low|medium|high|xhigh|max")),
+            (edited(&d, |m| set(m, "request_key", Some(json!("agent_route/v1|unknown|boss|normal")))),
+             at("request_key", "unknown role \"boss\" in \"agent_route/v1|unknown|boss|normal\"; expected one of orchestrate|implement|mechanical|verify|finalize|unknown")),
+            (edited(&d, |m| set(m, "request_key", Some(json!("route/v2|x")))),
+             at("request_key", "unknown request key scheme \"route/v2|x\"; expected agent_route/v1|<task_family>|<role>|<risk> or agent_trace/v1|<state>|<risk>")),
+            (edited(&d, |m| set(m, "input_model", Some(json!(5)))),
+             at("input_model", "expected a string, found a number 5")),
+            (edited(&d, |m| set(m, "captured_at", Some(json!("2026-08-17 00:00:01")))),
+             at("captured_at", "expected an rfc 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.f](Z|+HH:MM)), found \"2026-08-17 00:00:01\"")),
+        ];
+        for (line, expected) in &cases {
+            assert_eq!(&refusal(parse_decision, line), expected);
+        }
+    }
+
+    #[test]
+    fn decision_forms_of_the_join_key_and_the_alias() {
+        // JOIN-2: the commitment alone joins under guarded eval invocations
+        let d = decision();
+        let only_commitment = edited(&d, |m| set(m, "request_id", None));
+        let p = parse_decision(&only_commitment, &g()).unwrap();
+        assert_eq!(p.request_id, None);
+        assert!(p.ingress_request_id_sha256.unwrap().starts_with("sha256:"));
+        // the old alias workflow_state, and the 4b86a513 row without HEAD fields
+        let old = edited(&d, |m| {
+            let state = m.remove("trace_state").unwrap();
+            m.insert("workflow_state".into(), state);
+            for k in [
+                "ingress_request_id_sha256",
+                "route_projection",
+                "baseline_effort",
+                "selected_effort",
+                "trace_identity",
+            ] {
+                m.remove(k);
+            }
+            m.insert(
+                "request_key".into(),
+                json!("agent_trace/v1|tool_followup|normal"),
+            );
+            m.insert("reason".into(), json!("exploration_locked"));
+        });
+        let p = parse_decision(&old, &g()).unwrap();
+        assert_eq!(p.reason, "exploration_locked");
+        assert_eq!(p.ingress_request_id_sha256, None);
+    }
+
+    // ---- malformed usage ----
+
+    #[test]
+    fn usage_refusals_name_line_and_field() {
+        let u = usage();
+        let cases: Vec<(Vec<u8>, String)> = vec![
+            // rule SETTLE-1: missing is never zero, for each bucket
+            (edited(&u, |m| set(m, "cache_write_tokens", None)),
+             at("cache_write_tokens", "missing; a bucket that was not observed is never read as zero (rule SETTLE-1)")),
+            (edited(&u, |m| set(m, "uncached_input_tokens", None)),
+             at("uncached_input_tokens", "missing; a bucket that was not observed is never read as zero (rule SETTLE-1)")),
+            (edited(&u, |m| set(m, "output_tokens", Some(Value::Null))),
+             at("output_tokens", "is null; a bucket that was not observed is never read as zero (rule SETTLE-1)")),
+            (edited(&u, |m| set(m, "reasoning_tokens", None)),
+             at("reasoning_tokens", "missing; reasoning is billed at the output rate and completion_tokens = output_tokens + reasoning_tokens cannot be checked without it (rule SETTLE-1, SETTLE-2)")),
+            // identities, with the numbers
+            (edited(&u, |m| set(m, "prompt_tokens", Some(json!(34805)))),
+             at("prompt_tokens", "bucket identity prompt = uncached_input + cache_read + cache_write fails: prompt_tokens 34805 != 1972 + 32832 + 0 = 34804 (rule SETTLE-1)")),
+            (edited(&u, |m| set(m, "completion_tokens", Some(json!(485)))),
+             at("completion_tokens", "bucket identity completion = output + reasoning fails: completion_tokens 485 != 485 + 1 = 486 (rule SETTLE-1)")),
+            // enums
+            (edited(&u, |m| set(m, "usage_origin", Some(json!("measured")))),
+             at("usage_origin", "unknown value \"measured\"; expected one of provider_reported|authoritative_receipt|estimated|unknown")),
+            (edited(&u, |m| set(m, "charge_status", Some(json!("charged")))),
+             at("charge_status", "unknown value \"charged\"; expected one of computed|not_charged|unknown|legacy_unknown")),
+            (edited(&u, |m| set(m, "reconciliation_status", Some(json!("done")))),
+             at("reconciliation_status", "unknown value \"done\"; expected one of not_applicable|pending|computed|not_charged|unknown")),
+            (edited(&u, |m| set(m, "status", Some(json!("ok")))),
+             at("status", "unknown value \"ok\"; expected one of completed|failed|succeeded")),
+            (edited(&u, |m| set(m, "error_code", Some(json!("timeout")))),
+             at("error_code", "unknown value \"timeout\"; expected one of upstream_rate_limited|upstream_policy_violation|request_failed")),
+            (edited(&u, |m| set(m, "charge_evidence.pricing_source", Some(json!("list_price")))),
+             at("charge_evidence.pricing_source", "unknown value \"list_price\"; expected one of configured|override|authoritative_receipt|unknown")),
+            (edited(&u, |m| set(m, "charge_evidence.unknown_reason", Some(json!("no_idea")))),
+             at("charge_evidence.unknown_reason", &format!("unknown value \"no_idea\"; expected one of {}", UNKNOWN_REASONS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|")))),
+            // numbers
+            (edited(&u, |m| set(m, "uncached_input_tokens", Some(json!(-5)))),
+             at("uncached_input_tokens", "negative number -5; expected a non-negative integer")),
+            (edited(&u, |m| set(m, "prompt_tokens", Some(json!("34804")))),
+             at("prompt_tokens", "expected a non-negative integer, found a string \"34804\"")),
+            (edited(&u, |m| set(m, "output_tokens", Some(json!(485.5)))),
+             at("output_tokens", "expected a non-negative integer, found the non-integer number 485.5")),
+            (edited(&u, |m| set(m, "final_charge_micro_usd", Some(json!(-1)))),
+             at("final_charge_micro_usd", "negative number -1; expected a non-negative integer")),
+            (edited(&u, |m| set(m, "charge_evidence.effective_rates.output_micro_usd_per_token", Some(json!("3.99")))),
+             at("charge_evidence.effective_rates.output_micro_usd_per_token", "expected a number (micro-usd per token), found a string \"3.99\"")),
+            (edited(&u, |m| set(m, "charge_evidence.pricing_version", Some(json!("v3")))),
+             at("charge_evidence.pricing_version", "expected sha256:<64 lowercase hex digits>, found \"v3\"")),
+            (edited(&u, |m| set(m, "charge_evidence.normalized_usage.output_tokens", Some(json!(-485)))),
+             at("charge_evidence.normalized_usage.output_tokens", "negative number -485; expected a non-negative integer")),
+            // rule JOIN-2: no request id, no join
+            (edited(&u, |m| set(m, "request_id", None)),
+             at("request_id", "missing; a usage row without request_id cannot join its trace (rule JOIN-2)")),
+            (edited(&u, |m| set(m, "request_id", Some(Value::Null))),
+             at("request_id", "is null; a usage row without request_id cannot join its trace (rule JOIN-2)")),
+            (edited(&u, |m| set(m, "provider_id", None)), at("provider_id", "missing")),
+            (edited(&u, |m| set(m, "charge_evidence", Some(json!("computed")))),
+             at("charge_evidence", "expected an object, found a string \"computed\"")),
+        ];
+        for (line, expected) in &cases {
+            assert_eq!(&refusal(parse_usage, line), expected);
+        }
+        // a count above u64::MAX, written as a literal
+        let text = String::from_utf8(serde_json::to_vec(&u).unwrap())
+            .unwrap()
+            .replace(
+                "\"cache_read_tokens\":32832",
+                "\"cache_read_tokens\":18446744073709551616",
+            );
+        assert_eq!(
+            refusal(parse_usage, text.as_bytes()),
+            at(
+                "cache_read_tokens",
+                "number 1.8446744073709552e+19 is greater than u64::MAX (18446744073709551615)"
+            )
+        );
+    }
+
+    #[test]
+    fn secret_looking_values_are_never_echoed() {
+        // verdict row: secrets; FREEZE-2
+        let key = format!("sk-proj-{}", "Q7w2Er9tY4uI1oP6aS3dF8gH5jK0lZxC".repeat(2));
+        let line = edited(&usage(), |m| {
+            set(m, "usage_origin", Some(json!(key.clone())))
+        });
+        let err = refusal(parse_usage, &line);
+        assert!(!err.contains(&key) && !err.contains("Q7w2Er9t"), "{err}");
+        assert!(
+            err.starts_with("x.jsonl: line 1: field usage_origin: unknown value <redacted: "),
+            "{err}"
+        );
+        let line = edited(&trace(), |m| {
+            set(m, "path", Some(json!(format!("v1?api_key={key}"))))
+        });
+        let err = refusal(parse_trace, &line);
+        assert!(
+            !err.contains("Q7w2Er9t") && err.contains("<redacted: "),
+            "{err}"
+        );
+        let line = edited(&outcome(), |m| {
+            set(m, "reward", Some(json!({"token": key.clone()})))
+        });
+        let err = refusal(parse_outcome, &line);
+        assert!(
+            !err.contains("Q7w2Er9t") && err.contains("<redacted: "),
+            "{err}"
+        );
+        // a value that is not secret is echoed, cut to the echo limit
+        let long = "m".repeat(500);
+        let line = edited(&usage(), |m| set(m, "usage_origin", Some(json!(long))));
+        let err = refusal(parse_usage, &line);
+        assert!(
+            err.contains(&format!(
+                "unknown value \"{}\"... (500 bytes in all)",
+                "m".repeat(crate::ingest::INGEST_ECHO_BYTES_MAX)
+            )),
+            "{err}"
+        );
+    }
+
+    // ---- malformed receipts ----
+
+    #[test]
+    fn receipt_refusals_name_line_and_field() {
+        let r = receipt();
+        let cases: Vec<(Vec<u8>, String)> = vec![
+            (edited(&r, |m| set(m, "final_charge_micro_usd", None)),
+             at("final_charge_micro_usd", "missing; a computed receipt carries its final charge (rule SETTLE-4)")),
+            (edited(&r, |m| set(m, "final_charge_micro_usd", Some(Value::Null))),
+             at("final_charge_micro_usd", "is null; a computed receipt carries its final charge (rule SETTLE-4)")),
+            (edited(&r, |m| set(m, "final_charge_micro_usd", Some(json!(-3)))),
+             at("final_charge_micro_usd", "negative number -3; expected a non-negative integer")),
+            (edited(&r, |m| set(m, "state", Some(json!("not_charged")))),
+             at("final_charge_micro_usd", "present (31175) on a not_charged receipt; only a computed receipt carries a final charge")),
+            (edited(&r, |m| set(m, "state", Some(json!("settled")))),
+             at("state", "unknown value \"settled\"; expected one of pending|computed|not_charged|unknown")),
+            (edited(&r, |m| set(m, "usage.output_tokens", Some(json!(-1)))),
+             at("usage.output_tokens", "negative number -1; expected a non-negative integer")),
+            (edited(&r, |m| set(m, "usage.reasoning_tokens", None)),
+             at("usage.reasoning_tokens", "missing; reasoning is billed at the output rate and completion_tokens = output_tokens + reasoning_tokens cannot be checked without it (rule SETTLE-1, SETTLE-2)")),
+            (edited(&r, |m| set(m, "usage.cache_read_tokens", None)),
+             at("usage.cache_read_tokens", "missing; a bucket that was not observed is never read as zero (rule SETTLE-1)")),
+            (edited(&r, |m| set(m, "usage", None)), at("usage", "missing")),
+            (edited(&r, |m| set(m, "request_id", Some(json!(7)))),
+             at("request_id", "expected a string, found a number 7")),
+        ];
+        for (line, expected) in &cases {
+            assert_eq!(&refusal(parse_receipt, line), expected);
+        }
+        // document form: no line number; a pretty-printed document parses
+        let pretty = serde_json::to_vec_pretty(&edited_value(&r, |m| {
+            set(m, "state", Some(json!("settled")))
+        }))
+        .unwrap();
+        assert_eq!(
+            parse_receipt_document(&pretty, "r.json", &g()).unwrap_err().to_string(),
+            "r.json: field state: unknown value \"settled\"; expected one of pending|computed|not_charged|unknown"
+        );
+        let pretty = serde_json::to_vec_pretty(&r).unwrap();
+        assert_eq!(
+            parse_receipt_document(&pretty, "r.json", &g())
+                .unwrap()
+                .final_charge_micro_usd,
+            Some(31175)
+        );
+        // a pending receipt has no charge
+        let pending = edited(&r, |m| {
+            set(m, "state", Some(json!("pending")));
+            set(m, "final_charge_micro_usd", Some(Value::Null));
+        });
+        assert_eq!(
+            parse_receipt(&pending, &g()).unwrap().state,
+            ReceiptState::Pending
+        );
+        // JSON Lines form
+        assert_eq!(
+            ReceiptFileForm::of_path(std::path::Path::new("receipts.jsonl")),
+            ReceiptFileForm::JsonLines
+        );
+    }
+
+    fn edited_value(base: &Value, edit: impl FnOnce(&mut Map<String, Value>)) -> Value {
+        serde_json::from_slice(&edited(base, edit)).unwrap()
+    }
+
+    #[test]
+    fn receipt_documents_at_the_bound_and_one_past() {
+        // INGEST_LINE_BYTES_MAX applies to a receipt document as a whole
+        let body = serde_json::to_vec(&receipt()).unwrap();
+        let mut at_bound = body.clone();
+        at_bound.resize(INGEST_LINE_BYTES_MAX, b' ');
+        assert!(parse_receipt_document(&at_bound, "r.json", &g()).is_ok());
+        let mut past = at_bound;
+        past.push(b' ');
+        assert_eq!(
+            read_receipt_document(&mut &past[..], "r.json", &g()).unwrap_err().to_string(),
+            format!("r.json: field (line): document is {} bytes, longer than the limit of {INGEST_LINE_BYTES_MAX} bytes", INGEST_LINE_BYTES_MAX + 1)
+        );
+    }
+
+    // ---- outcomes ----
+
+    #[test]
+    fn outcome_refusals_name_line_and_field() {
+        let o = outcome();
+        let cases: Vec<(Vec<u8>, String)> = vec![
+            (edited(&o, |m| set(m, "reward", Some(json!("1.0")))),
+             at("reward", "expected a json number, found a string \"1.0\"")),
+            (edited(&o, |m| set(m, "reward", Some(Value::Null))), at("reward", "expected a json number, found null")),
+            (edited(&o, |m| set(m, "reward", None)), at("reward", "missing")),
+            (edited(&o, |m| set(m, "task_id", None)), at("task_id", "missing")),
+            (edited(&o, |m| set(m, "session_key", Some(json!("")))), at("session_key", "is empty")),
+            (edited(&o, |m| set(m, "request_id", None)), at("request_id", LEGACY_OUTCOME)),
+            (edited(&o, |m| set(m, "finished_at", Some(json!("soon")))),
+             at("finished_at", "expected an rfc 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.f](Z|+HH:MM)), found \"soon\"")),
+        ];
+        for (line, expected) in &cases {
+            assert_eq!(&refusal(parse_outcome, line), expected);
+        }
+    }
+
+    #[test]
+    fn rewards_are_kept_as_written() {
+        // design 3: rewards keep the source's number (1 or 1.0)
+        let base = String::from_utf8(serde_json::to_vec(&outcome()).unwrap()).unwrap();
+        for literal in ["1", "1.0", "1.00", "0.5", "0", "1e0", "-0.0"] {
+            let line = base.replace("\"reward\":1.0", &format!("\"reward\":{literal}"));
+            assert_eq!(
+                parse_outcome(line.as_bytes(), &g()).unwrap().reward,
+                literal
+            );
+        }
+    }
+
+    // ---- streaming ----
+
+    #[test]
+    fn hundred_thousand_generated_usage_rows_stream_through() {
+        // the reader holds one line at a time; the input is generated, never a Vec
+        let template = String::from_utf8(serde_json::to_vec(&usage()).unwrap()).unwrap();
+        let id = usage()["request_id"].as_str().unwrap().to_string();
+        let mut input = Generated::new(100_000, |i, buf| {
+            buf.extend_from_slice(template.replace(&id, &format!("gen-{i:06}")).as_bytes());
+        });
+        let mut charged = 0u64;
+        let mut last = String::new();
+        let mut progress_calls = 0;
+        let mut report = |_: u64, _: u64| progress_calls += 1;
+        let rows = read_rows(
+            &mut input,
+            "generated.jsonl",
+            &g(),
+            parse_usage,
+            Some(Progress {
+                every_rows: 10_000,
+                report: &mut report,
+            }),
+            &mut |_, u| {
+                charged += u.final_charge_micro_usd.unwrap_or(0);
+                last = u.request_id;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(rows, 100_000);
+        assert_eq!(charged, 100_000 * 31175);
+        assert_eq!(last, "gen-099999");
+        assert_eq!(progress_calls, 10);
+    }
+}

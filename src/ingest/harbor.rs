@@ -630,7 +630,12 @@ pub fn walk_jobs(dir: &Path) -> Result<HarborTree> {
     if is_job_dir(dir)? {
         jobs.push(walk_job(dir, &mut trial_budget)?);
     } else {
-        for entry in sorted_entries(dir, HARBOR_JOB_DIRS_MAX, "job directories")? {
+        let over = || {
+            Error::input(format!(
+                "{root}: more than {HARBOR_JOB_DIRS_MAX} job directories"
+            ))
+        };
+        for entry in sorted_entries(dir, HARBOR_JOB_DIRS_MAX, &over)? {
             match entry.kind {
                 Kind::Dir => jobs.push(walk_job(&entry.path, &mut trial_budget)?),
                 Kind::File => ignored.push(utf8_path(&entry.path)?),
@@ -695,8 +700,9 @@ fn utf8_path(p: &Path) -> Result<String> {
         .ok_or_else(|| Error::input(format!("{}: path is not utf-8", p.to_string_lossy())))
 }
 
-/// The entries of `dir`, sorted by name, at most `max_dirs` directories.
-fn sorted_entries(dir: &Path, max_dirs: usize, what: &str) -> Result<Vec<Entry>> {
+/// The entries of `dir`, sorted by name; more than `max_dirs` directories
+/// give the error `over()`.
+fn sorted_entries(dir: &Path, max_dirs: usize, over: &dyn Fn() -> Error) -> Result<Vec<Entry>> {
     let shown = utf8_path(dir)?;
     let rd = fs::read_dir(dir).map_err(|e| Error::io(format!("read {shown}"), e))?;
     let mut out = Vec::new();
@@ -725,9 +731,7 @@ fn sorted_entries(dir: &Path, max_dirs: usize, what: &str) -> Result<Vec<Entry>>
         } else if ft.is_dir() {
             dirs += 1;
             if dirs > max_dirs {
-                return Err(Error::input(format!(
-                    "{shown}: more than {max_dirs} {what}"
-                )));
+                return Err(over());
             }
             Kind::Dir
         } else {
@@ -757,7 +761,12 @@ fn walk_job(dir: &Path, trial_budget: &mut usize) -> Result<HarborJob> {
         .and_then(|n| n.to_str())
         .unwrap_or(path.as_str())
         .to_string();
-    let entries = sorted_entries(dir, *trial_budget, "trial directories in all")?;
+    let over = || {
+        Error::input(format!(
+            "{path}: more than {HARBOR_TRIAL_DIRS_MAX} trial directories in all"
+        ))
+    };
+    let entries = sorted_entries(dir, *trial_budget, &over)?;
     let mut artifacts = Vec::new();
     for (file, role) in [
         ("result.json", ROLE_JOB_RESULT),
@@ -773,11 +782,7 @@ fn walk_job(dir: &Path, trial_budget: &mut usize) -> Result<HarborJob> {
     }
     let mut trials = Vec::new();
     for e in entries.iter().filter(|e| e.kind == Kind::Dir) {
-        *trial_budget = trial_budget.checked_sub(1).ok_or_else(|| {
-            Error::input(format!(
-                "{path}: more than {HARBOR_TRIAL_DIRS_MAX} trial directories in all"
-            ))
-        })?;
+        *trial_budget = trial_budget.checked_sub(1).ok_or_else(over)?;
         trials.push(walk_trial(e)?);
     }
     Ok(HarborJob {
@@ -1012,4 +1017,761 @@ fn valid_trial(s: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+
+    const SHARED: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0"
+    );
+
+    fn read(rel: &str) -> Vec<u8> {
+        let path = format!("{SHARED}/{rel}");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn parse(rel: &str) -> ParsedTrial {
+        parse_trial_result(&read(rel), rel).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn pass() -> Value {
+        serde_json::from_slice(&read("trial-result.pass.json")).unwrap()
+    }
+
+    /// The refusal of `value` as `r.json`.
+    fn refusal(value: &Value) -> String {
+        let bytes = serde_json::to_vec_pretty(value).unwrap();
+        let err = parse_trial_result(&bytes, "r.json").unwrap_err();
+        assert_eq!(err.class(), crate::error::ExitClass::BadInput, "{err}");
+        err.to_string()
+    }
+
+    fn edited(base: &Value, edit: impl FnOnce(&mut Map<String, Value>)) -> Value {
+        let mut v = base.clone();
+        if let Value::Object(m) = &mut v {
+            edit(m);
+        }
+        v
+    }
+
+    fn obj<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+        m.get_mut(key).and_then(Value::as_object_mut).unwrap()
+    }
+
+    fn at(field: &str, problem: &str) -> String {
+        format!("r.json: field {field}: {problem}")
+    }
+
+    fn case(task: &str, trial: &str, replacement: u8) -> CaseRef {
+        CaseRef {
+            task: task.into(),
+            trial: trial.into(),
+            replacement,
+        }
+    }
+
+    // ---- the shared fixtures ----
+
+    #[test]
+    fn trial_results_of_harbor_parse() {
+        // rule CASE-3 inputs: verifier ran, reward, exception
+        let p = parse("trial-result.pass.json");
+        assert_eq!(p.trial_name, "fix-git__Xk3pQ9a");
+        assert_eq!(p.attempt_id, "0b6f1a52-4c1e-4f0e-9d7b-2a8c5e3f9b11");
+        assert_eq!(p.task_name, "fix-git");
+        assert_eq!(
+            p.task_id.git_url.as_deref(),
+            Some("https://github.com/laude-institute/terminal-bench-2.git")
+        );
+        assert_eq!(
+            p.task_id.git_commit_id.as_deref(),
+            Some("69671fbaac6d67a7ef0dfec016cc38a64ef7a77c")
+        );
+        assert_eq!(p.task_id.path.as_deref(), Some("fix-git"));
+        assert_eq!(
+            (
+                p.task_id.org.as_ref(),
+                p.task_id.name.as_ref(),
+                p.task_id.git_ref.as_ref()
+            ),
+            (None, None, None)
+        );
+        assert_eq!(p.source.as_deref(), Some("terminal-bench"));
+        assert_eq!(p.agent, "terminus-2@2.0.0");
+        assert_eq!(p.model.as_deref(), Some("qwen3-coder-30b"));
+        assert_eq!(p.model_provider.as_deref(), Some("openai"));
+        assert!(p.verifier_ran);
+        assert_eq!(
+            p.rewards,
+            Some(BTreeMap::from([("reward".to_string(), "1.0".to_string())]))
+        );
+        assert_eq!(
+            (
+                p.exception_type.as_ref(),
+                p.exception_message_blake3.as_ref()
+            ),
+            (None, None)
+        );
+        assert_eq!(p.started_at.as_deref(), Some("2026-03-01T12:00:05Z"));
+        assert_eq!(p.finished_at.as_deref(), Some("2026-03-01T12:05:05Z"));
+        assert_eq!(
+            (p.n_input_tokens, p.n_cache_tokens, p.n_output_tokens),
+            (Some(48213), Some(30112), Some(3921))
+        );
+        assert_eq!(p.result_blake3, blake3_hex(&read("trial-result.pass.json")));
+        assert_eq!(p.result_path, "trial-result.pass.json");
+
+        let fail = parse("trial-result.fail.json");
+        assert_eq!(
+            fail.rewards,
+            Some(BTreeMap::from([("reward".to_string(), "0.0".to_string())]))
+        );
+
+        // AgentTimeoutError still runs the verifier: exception and reward together
+        let timeout = parse("trial-result.agent-timeout-with-reward.json");
+        assert!(timeout.verifier_ran);
+        assert_eq!(timeout.exception_type.as_deref(), Some("AgentTimeoutError"));
+        assert_eq!(
+            timeout.exception_message_blake3.as_deref(),
+            Some(blake3_hex(b"Agent execution timed out after 1800.0 seconds").as_str())
+        );
+        assert_eq!(
+            timeout.rewards.as_ref().map(|r| r["reward"].as_str()),
+            Some("0.0")
+        );
+
+        // any other exception: no verifier
+        let crashed = parse("trial-result.exception-no-verifier.json");
+        assert!(!crashed.verifier_ran);
+        assert_eq!(crashed.rewards, None);
+        assert_eq!(
+            crashed.exception_type.as_deref(),
+            Some("APIConnectionError")
+        );
+
+        // configs differ only by task: their canonical hashes differ; equal configs hash alike
+        assert_ne!(p.config_blake3, fail.config_blake3);
+        let tree = parse("jobs-tree/2026-03-01__12-00-00/fix-git__Xk3pQ9a/result.json");
+        assert_eq!(tree.config_blake3, p.config_blake3);
+        let config = serde_json::to_string(&pass()["config"]).unwrap();
+        assert_eq!(
+            p.config_blake3,
+            blake3_hex(canonical_json(&config).unwrap().as_bytes())
+        );
+
+        // and the payload binds group and case
+        let group = GroupRef {
+            lineage: "l".into(),
+            group: "control".into(),
+        };
+        let event = p
+            .clone()
+            .into_event(group.clone(), case("fix-git", "t1", 0));
+        assert_eq!(event.group, group);
+        assert_eq!(event.rewards, p.rewards);
+        assert_eq!(event.config_blake3, p.config_blake3);
+        crate::guard::check_event(&crate::events::Event::TrialResultRecorded(event)).unwrap();
+    }
+
+    #[test]
+    fn job_results_and_trial_results_embedded_in_them_parse() {
+        let job = parse_job_result(&read("job-result.json"), "job-result.json").unwrap();
+        assert_eq!(job.job_id, "3f1c2b9e-8d4a-4e57-9a41-0c6f2d7b5e10");
+        assert_eq!(
+            (
+                job.n_total_trials,
+                job.n_completed_trials,
+                job.n_errored_trials
+            ),
+            (3, Some(3), Some(1))
+        );
+        assert_eq!(job.n_retries, Some(1)); // CASE-5 wants 0: a verdict will see this
+        assert_eq!(job.finished_at.as_deref(), Some("2026-03-01T12:05:30"));
+        let bytes = read("job-result.in-memory-with-trials.json");
+        parse_job_result(&bytes, "in-memory").unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        let trials = v["trial_results"].as_array().unwrap();
+        assert_eq!(trials.len(), 3);
+        for t in trials {
+            let text = serde_json::to_vec(t).unwrap();
+            let p = parse_trial_result(&text, "embedded").unwrap();
+            assert_eq!(p.verifier_ran, !t["verifier_result"].is_null());
+        }
+        // a trial result is not a job result
+        assert_eq!(
+            parse_job_result(&read("trial-result.pass.json"), "t.json")
+                .unwrap_err()
+                .to_string(),
+            "t.json: field (line): this is a trial result (it has trial_name), not a job result"
+        );
+    }
+
+    #[test]
+    fn every_shared_harbor_fixture_is_accounted_for() {
+        let root = Path::new(SHARED);
+        let mut files = Vec::new();
+        fn under(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    under(&path, out);
+                } else {
+                    out.push(path);
+                }
+            }
+        }
+        under(root, &mut files);
+        let mut seen: BTreeSet<String> = files
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
+        let mut check = |rel: &str| assert!(seen.remove(rel), "no fixture {rel}");
+
+        for rel in [
+            "trial-result.pass.json",
+            "trial-result.fail.json",
+            "trial-result.agent-timeout-with-reward.json",
+            "trial-result.exception-no-verifier.json",
+        ] {
+            check(rel);
+            parse(rel);
+        }
+        for rel in ["job-result.json", "job-result.in-memory-with-trials.json"] {
+            check(rel);
+            parse_job_result(&read(rel), rel).unwrap();
+        }
+        // configs: hashed canonically; not trial results
+        for rel in [
+            "trial-config.terminus2.json",
+            "trial-config.terminus2.full.json",
+            "job-config.json",
+            "job-config.full.json",
+        ] {
+            check(rel);
+            let text = String::from_utf8(read(rel)).unwrap();
+            let canon = canonical_json(&text).unwrap();
+            assert!(!canon.contains('\n'));
+            assert!(parse_trial_result(&read(rel), rel)
+                .unwrap_err()
+                .to_string()
+                .contains("not a harbor 0.25.0 trial result dump"));
+        }
+        // the model's required fields equal ours
+        check("required-fields.json");
+        let req: Value = serde_json::from_slice(&read("required-fields.json")).unwrap();
+        let ours: Vec<Value> = TRIAL_RESULT_REQUIRED.iter().map(|s| json!(s)).collect();
+        assert_eq!(req["TrialResult"], Value::Array(ours.clone()));
+        check("json-schemas.json");
+        let schemas: Value = serde_json::from_slice(&read("json-schemas.json")).unwrap();
+        assert_eq!(schemas["TrialResult"]["required"], Value::Array(ours));
+        let defs = &schemas["TrialResult"]["$defs"];
+        assert_eq!(defs["GitTaskId"]["required"], json!(["git_url", "path"]));
+        assert_eq!(defs["PackageTaskId"]["required"], json!(["org", "name"]));
+        assert_eq!(defs["LocalTaskId"]["required"], json!(["path"]));
+        assert_eq!(
+            defs["ExceptionInfo"]["required"],
+            json!([
+                "exception_type",
+                "exception_message",
+                "exception_traceback",
+                "occurred_at"
+            ])
+        );
+
+        // the job tree
+        let job = "jobs-tree/2026-03-01__12-00-00";
+        for rel in [
+            "config.json",
+            "result.json",
+            "job.log",
+            "fix-git__Xk3pQ9a/result.json",
+            "fix-git__Xk3pQ9a/config.json",
+            "fix-git__Xk3pQ9a/trial.log",
+            "fix-git__Xk3pQ9a/verifier/reward.txt",
+            "regex-log__M2vR8sT/result.json",
+            "regex-log__M2vR8sT/config.json",
+            "regex-log__M2vR8sT/trial.log",
+            "regex-log__M2vR8sT/verifier/reward.txt",
+            "cancel-async-tasks__Jq7wL4e/result.json",
+            "cancel-async-tasks__Jq7wL4e/config.json",
+            "cancel-async-tasks__Jq7wL4e/trial.log",
+            "cancel-async-tasks__Jq7wL4e/exception.txt",
+        ] {
+            check(&format!("{job}/{rel}"));
+        }
+        let tree = walk_jobs(&root.join("jobs-tree")).unwrap();
+        assert_eq!(tree.jobs.len(), 1);
+        let j = &tree.jobs[0];
+        assert_eq!(j.name, "2026-03-01__12-00-00");
+        assert_eq!(
+            j.artifacts.iter().map(|a| a.role).collect::<Vec<_>>(),
+            [ROLE_JOB_RESULT, ROLE_JOB_CONFIG]
+        );
+        let result = &j.artifacts[0];
+        assert_eq!(
+            result.bytes,
+            read(&format!("{job}/result.json")).len() as u64
+        );
+        assert_eq!(
+            result.blake3,
+            blake3_hex(&read(&format!("{job}/result.json")))
+        );
+        parse_job_result(&read(&format!("{job}/result.json")), "r").unwrap();
+        assert_eq!(
+            j.trials.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            [
+                "cancel-async-tasks__Jq7wL4e",
+                "fix-git__Xk3pQ9a",
+                "regex-log__M2vR8sT"
+            ]
+        );
+        assert!(tree.incomplete().is_empty());
+        // Harbor's default names do not map to ledger cases
+        assert_eq!(tree.unmapped().len(), 3);
+        for t in &j.trials {
+            let parsed = read_trial_result(t).unwrap();
+            assert_eq!(parsed.trial_name, t.name);
+            assert!(t.config.is_some() && t.lock.is_none());
+        }
+        let same = walk_jobs(&root.join(job)).unwrap();
+        assert_eq!(same.jobs, tree.jobs);
+        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
+    }
+
+    // ---- malformed results ----
+
+    #[test]
+    fn trial_result_refusals_name_the_field() {
+        let p = pass();
+        let cases: Vec<(Value, String)> = vec![
+            (edited(&p, |m| { m.remove("task_id"); }), at("task_id", "missing")),
+            (edited(&p, |m| { m.insert("task_checksum".into(), Value::Null); }), at("task_checksum", "is null")),
+            (edited(&p, |m| { m.remove("id"); }), at("id", "missing")),
+            (edited(&p, |m| { m.insert("id".into(), json!("job-1")); }), at("id", "expected a lowercase uuid, found \"job-1\"")),
+            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!("1")); }),
+             at("verifier_result.rewards.reward", "expected a json number, found a string \"1\"")),
+            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!(true)); }),
+             at("verifier_result.rewards.reward", "expected a json number, found a boolean true")),
+            (edited(&p, |m| { obj(m, "verifier_result").insert("rewards".into(), json!([1])); }),
+             at("verifier_result.rewards", "expected an object, found an array [1]")),
+            (edited(&p, |m| { obj(m, "task_id").insert("org".into(), json!("laude")); }),
+             at("task_id", "mixes the git shape (git_url) with the package shape (org, name)")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"org": "laude", "name": "fix-git", "path": "x"})); }),
+             at("task_id", "mixes the package shape (org, name) with a path")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"ref": "main"})); }),
+             at("task_id", "matches none of harbor's shapes: git {git_url, git_commit_id?, path}, package {org, name, ref?}, local {path}")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"org": "laude"})); }), at("task_id.name", "missing")),
+            (edited(&p, |m| { obj(m, "task_id").remove("path"); }), at("task_id.path", "missing")),
+            (edited(&p, |m| { m.insert("task_checksum".into(), json!("task-pass")); }),
+             at("task_checksum", "expected 64 lowercase hex digits (a sha256 dirhash), found \"task-pass\"")),
+            (edited(&p, |m| { m.insert("config".into(), json!("{}")); }), at("config", "expected an object, found a string \"{}\"")),
+            (edited(&p, |m| { obj(m, "agent_info").remove("version"); }), at("agent_info.version", "missing")),
+            (edited(&p, |m| { obj(m, "agent_info").insert("name".into(), json!("a@b")); }),
+             at("agent_info.name", "\"a@b\" contains @, which joins agent name and version in the ledger")),
+            (edited(&p, |m| { obj(obj(m, "agent_info"), "model_info").remove("name"); }), at("agent_info.model_info.name", "missing")),
+            (edited(&p, |m| { m.insert("exception_info".into(), json!({"exception_type": "RuntimeError", "exception_message": "boom"})); }),
+             at("exception_info.exception_traceback", "missing")),
+            (edited(&p, |m| { m.insert("started_at".into(), json!("2026-03-01T12:00:05+00:00")); }),
+             at("started_at", "expected a utc timestamp YYYY-MM-DDTHH:MM:SS[.f]Z, found \"2026-03-01T12:00:05+00:00\"")),
+            (edited(&p, |m| { obj(m, "agent_result").insert("n_input_tokens".into(), json!(-1)); }),
+             at("agent_result.n_input_tokens", "negative number -1; expected a non-negative integer")),
+            (edited(&p, |m| { obj(m, "agent_result").insert("n_output_tokens".into(), json!(3921.0)); }),
+             at("agent_result.n_output_tokens", "expected a non-negative integer, found the non-integer number 3921.0")),
+        ];
+        for (value, expected) in &cases {
+            assert_eq!(&refusal(value), expected);
+        }
+        // the partial results BitRouter's old harbor-outcomes read
+        let partial = json!({"task_name": "terminal-bench/regex-log", "trial_name": "regex-log__abc123", "verifier_result": {"rewards": {"reward": 1.0}}});
+        assert_eq!(
+            refusal(&partial),
+            at("trial_uri", "missing; not a harbor 0.25.0 trial result dump, which always has task_name, trial_name, trial_uri, task_id, task_checksum, config, agent_info: 5 of them are missing (trial_uri, task_id, task_checksum, config, agent_info), as in the partial results bitrouter's old harbor-outcomes read")
+        );
+        // truncated, not utf-8, duplicate keys
+        let bytes = read("trial-result.pass.json");
+        let err = parse_trial_result(&bytes[..bytes.len() - 3], "r.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("r.json: field (line): truncated json: the text ends inside a value"),
+            "{err}"
+        );
+        let mut bad = bytes.clone();
+        bad[20] = 0xfe;
+        assert_eq!(
+            parse_trial_result(&bad, "r.json").unwrap_err().to_string(),
+            "r.json: field (line): not utf-8: invalid byte at offset 20"
+        );
+        let dup = String::from_utf8(bytes).unwrap().replacen(
+            "\"reward\": 1.0",
+            "\"reward\": 1.0, \"reward\": 0.0",
+            1,
+        );
+        assert_eq!(
+            parse_trial_result(dup.as_bytes(), "r.json")
+                .unwrap_err()
+                .to_string(),
+            at(
+                "verifier_result.rewards.reward",
+                "duplicate key; a json object must not repeat a key"
+            )
+        );
+    }
+
+    #[test]
+    fn task_id_shapes_and_reward_literals() {
+        let p = pass();
+        let package = edited(&p, |m| {
+            m.insert(
+                "task_id".into(),
+                json!({"org": "laude-institute", "name": "fix-git", "ref": "v2"}),
+            );
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&package).unwrap(), "r")
+            .unwrap()
+            .task_id;
+        assert_eq!(
+            (
+                t.org.as_deref(),
+                t.name.as_deref(),
+                t.git_ref.as_deref(),
+                t.path.as_deref()
+            ),
+            (Some("laude-institute"), Some("fix-git"), Some("v2"), None)
+        );
+        let local = edited(&p, |m| {
+            m.insert("task_id".into(), json!({"path": "tasks/fix-git"}));
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&local).unwrap(), "r")
+            .unwrap()
+            .task_id;
+        assert_eq!(
+            (t.path.as_deref(), t.git_url.as_ref(), t.org.as_ref()),
+            (Some("tasks/fix-git"), None, None)
+        );
+        // reward.json keeps ints as ints; rewards keep the literal written
+        let text = String::from_utf8(read("trial-result.pass.json")).unwrap();
+        for literal in ["1", "1.0", "0.50", "2e0"] {
+            let edited = text.replacen(
+                "\"reward\": 1.0",
+                &format!("\"reward\": {literal}, \"tests_passed\": 7"),
+                1,
+            );
+            let r = parse_trial_result(edited.as_bytes(), "r")
+                .unwrap()
+                .rewards
+                .unwrap();
+            assert_eq!(r["reward"], literal);
+            assert_eq!(r["tests_passed"], "7");
+        }
+        // a verifier that ran but wrote no rewards
+        let none = edited(&p, |m| {
+            m.insert("verifier_result".into(), json!({"rewards": null}));
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&none).unwrap(), "r").unwrap();
+        assert!(t.verifier_ran && t.rewards.is_none());
+    }
+
+    #[test]
+    fn result_bytes_at_the_bound_and_one_past() {
+        // HARBOR_RESULT_BYTES_MAX (a valid result padded with trailing blanks)
+        let mut bytes = read("trial-result.pass.json");
+        bytes.resize(HARBOR_RESULT_BYTES_MAX, b' ');
+        assert!(parse_trial_result(&bytes, "r.json").is_ok());
+        assert!(parse_job_result(
+            &{
+                let mut j = read("job-result.json");
+                j.resize(HARBOR_RESULT_BYTES_MAX, b' ');
+                j
+            },
+            "j"
+        )
+        .is_ok());
+        bytes.push(b' ');
+        assert_eq!(
+            parse_trial_result(&bytes, "r.json").unwrap_err().to_string(),
+            format!("r.json: field (line): file is {} bytes, longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes", HARBOR_RESULT_BYTES_MAX + 1)
+        );
+        // and through a walk: a trial result.json one byte past the bound is refused
+        let tmp = tempfile::tempdir().unwrap();
+        let trial = tmp.path().join("job/t__control-t1");
+        std::fs::create_dir_all(&trial).unwrap();
+        std::fs::write(tmp.path().join("job/config.json"), "{}").unwrap();
+        std::fs::write(trial.join("result.json"), &bytes).unwrap();
+        let err = walk_jobs(&tmp.path().join("job")).unwrap_err().to_string();
+        assert!(err.ends_with(&format!("t__control-t1/result.json: longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes")), "{err}");
+        bytes.pop();
+        std::fs::write(trial.join("result.json"), &bytes).unwrap();
+        assert_eq!(
+            walk_jobs(&tmp.path().join("job")).unwrap().jobs[0].trials[0]
+                .result
+                .as_ref()
+                .unwrap()
+                .bytes,
+            HARBOR_RESULT_BYTES_MAX as u64
+        );
+    }
+
+    // ---- walks ----
+
+    #[test]
+    fn incomplete_trials_are_reported_never_invented() {
+        // rule CASE-4: a missing result never means "not started"
+        let tmp = tempfile::tempdir().unwrap();
+        let job = tmp.path().join("jobs/2026-08-20__14-00-00");
+        for t in [
+            "fix-git__r1-t1",
+            "regex-log__r1-t1-r01",
+            "regex-log__Ab3dE9x",
+        ] {
+            std::fs::create_dir_all(job.join(t)).unwrap();
+        }
+        std::fs::write(job.join("config.json"), "{}").unwrap();
+        std::fs::write(job.join("lock.json"), "{\"schema_version\":3}").unwrap();
+        std::fs::write(job.join("job.log"), "").unwrap();
+        std::fs::write(
+            job.join("fix-git__r1-t1/result.json"),
+            read("trial-result.pass.json"),
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("jobs/.DS_Store"), "").unwrap();
+        let tree = walk_jobs(&tmp.path().join("jobs")).unwrap();
+        assert_eq!(tree.ignored.len(), 1);
+        assert!(tree.ignored[0].ends_with("jobs/.DS_Store"));
+        let j = &tree.jobs[0];
+        assert_eq!(
+            j.artifacts.iter().map(|a| a.role).collect::<Vec<_>>(),
+            [ROLE_JOB_LOCK, ROLE_JOB_CONFIG]
+        );
+        assert_eq!(j.trials.len(), 3);
+        let incomplete: Vec<&str> = tree.incomplete().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(incomplete, ["regex-log__Ab3dE9x", "regex-log__r1-t1-r01"]);
+        let unmapped: Vec<&str> = tree.unmapped().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(unmapped, ["regex-log__Ab3dE9x"]);
+        assert_eq!(
+            j.trials[2].case,
+            Some(("regex-log".into(), "r1".into(), case("regex-log", "t1", 1)))
+        );
+        // reading an incomplete trial is refused; a trial whose result names another trial too
+        let err = read_trial_result(&j.trials[1]).unwrap_err().to_string();
+        assert!(
+            err.ends_with("trial \"regex-log__Ab3dE9x\" has no result.json (incomplete)"),
+            "{err}"
+        );
+        let err = read_trial_result(&j.trials[0]).unwrap_err().to_string();
+        assert!(err.ends_with("result.json: field trial_name: \"fix-git__Xk3pQ9a\" differs from its directory name \"fix-git__r1-t1\"; harbor names the directory after the trial"), "{err}");
+        // a file changed after the walk is refused
+        std::fs::write(
+            job.join("fix-git__r1-t1/result.json"),
+            read("trial-result.fail.json"),
+        )
+        .unwrap();
+        let err = read_trial_result(&j.trials[0]).unwrap_err().to_string();
+        assert!(err.contains("changed since it was listed"), "{err}");
+        // artifacts become payloads
+        let a = j.artifacts[0].to_event(None);
+        assert_eq!((a.role.as_str(), a.bytes), (ROLE_JOB_LOCK, 20));
+        assert_eq!(a.blake3, blake3_hex(b"{\"schema_version\":3}"));
+    }
+
+    #[test]
+    fn walk_refusals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope");
+        assert_eq!(
+            walk_jobs(&missing).unwrap_err().to_string(),
+            format!("{}: no such directory", missing.display())
+        );
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(
+            walk_jobs(&file).unwrap_err().to_string(),
+            format!("{}: not a directory", file.display())
+        );
+        let job = tmp.path().join("job");
+        std::fs::create_dir_all(job.join("t__g-t1/result.json")).unwrap();
+        std::fs::write(job.join("config.json"), "{}").unwrap();
+        let err = walk_jobs(&job).unwrap_err().to_string();
+        assert!(
+            err.ends_with("t__g-t1/result.json: not a regular file"),
+            "{err}"
+        );
+        std::fs::remove_dir(job.join("t__g-t1/result.json")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&file, job.join("link")).unwrap();
+            let err = walk_jobs(&job).unwrap_err().to_string();
+            assert!(err.ends_with("/link: is a symbolic link; a harbor tree is read only through real files and directories"), "{err}");
+        }
+    }
+
+    #[test]
+    fn trial_dirs_at_the_bound_and_one_past() {
+        // HARBOR_TRIAL_DIRS_MAX, over all jobs of a walk
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        let half = HARBOR_TRIAL_DIRS_MAX / 2;
+        for (job, n) in [("a", half), ("b", HARBOR_TRIAL_DIRS_MAX - half)] {
+            for i in 0..n {
+                std::fs::create_dir_all(jobs.join(job).join(format!("t{i}"))).unwrap();
+            }
+        }
+        let tree = walk_jobs(&jobs).unwrap();
+        assert_eq!(tree.trials().count(), HARBOR_TRIAL_DIRS_MAX);
+        assert_eq!(tree.incomplete().len(), HARBOR_TRIAL_DIRS_MAX);
+        std::fs::create_dir(jobs.join("b").join("one-more")).unwrap();
+        let err = walk_jobs(&jobs).unwrap_err().to_string();
+        assert!(
+            err.ends_with(&format!(
+                "b: more than {HARBOR_TRIAL_DIRS_MAX} trial directories in all"
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn job_dirs_at_the_bound_and_one_past() {
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        for i in 0..HARBOR_JOB_DIRS_MAX {
+            std::fs::create_dir_all(jobs.join(format!("j{i:04}"))).unwrap();
+        }
+        let tree = walk_jobs(&jobs).unwrap();
+        assert_eq!(tree.jobs.len(), HARBOR_JOB_DIRS_MAX);
+        assert_eq!(tree.jobs[0].name, "j0000"); // sorted
+        std::fs::create_dir(jobs.join("zz")).unwrap();
+        assert_eq!(
+            walk_jobs(&jobs).unwrap_err().to_string(),
+            format!(
+                "{}: more than {HARBOR_JOB_DIRS_MAX} job directories",
+                jobs.display()
+            )
+        );
+    }
+
+    // ---- trial names ----
+
+    #[test]
+    fn trial_names_of_the_scheme() {
+        let c = case("fix-git", "t1", 0);
+        assert_eq!(trial_name("fix-git", "control", &c), "fix-git__control-t1");
+        let r = case("cancel-async-tasks", "c1", 1);
+        assert_eq!(
+            trial_name("cancel-async-tasks", "canary-1", &r),
+            "cancel-async-tasks__canary-1-c1-r01"
+        );
+        assert_eq!(
+            parse_trial_name("cancel-async-tasks__canary-1-c1-r01"),
+            Some(("cancel-async-tasks".into(), "canary-1".into(), r))
+        );
+        assert_eq!(
+            parse_trial_name("fix-git__r1-t5"),
+            Some(("fix-git".into(), "r1".into(), case("fix-git", "t5", 0)))
+        );
+        assert_eq!(
+            parse_trial_name("fix-git__r01-t1-r01"),
+            Some(("fix-git".into(), "r01".into(), case("fix-git", "t1", 1)))
+        );
+        // a trial identity `r1` is not a suffix (suffixes are r + two digits)
+        assert_eq!(
+            parse_trial_name("fix-git__r1-t1-r1"),
+            Some(("fix-git".into(), "r1-t1".into(), case("fix-git", "r1", 0)))
+        );
+        // outside the scheme: harbor defaults and near misses
+        for name in [
+            "fix-git__Xk3pQ9a",
+            "fix-git__abc1234",
+            "fix-git",
+            "fix-git__",
+            "__r1-t1",
+            "fix-git__r1-",
+            "fix-git__-t1",
+            "fix-git__r1-t1-r00",
+            "fix-git__r1-r01",
+            "fix-git__r1-T1",
+            "Fix-git__r1-t1",
+            "fix--git__r1-t1",
+            "fix-git___r1-t1",
+            "fix-git__r1--t1",
+            "fix-git__r1-t1-r01-r01",
+        ] {
+            assert_eq!(parse_trial_name(name), None, "{name}");
+        }
+        assert!(check_trial_name_parts("fix-git", "control", &c).is_ok());
+        let refuse = |task: &str, group: &str, c: &CaseRef| {
+            check_trial_name_parts(task, group, c)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refuse("regex-log", "control", &c),
+            "trial name: task \"regex-log\" differs from the case's task \"fix-git\""
+        );
+        assert!(
+            refuse("fix-git", "Control", &c).starts_with("trial name: group \"Control\" is not")
+        );
+        assert!(refuse("fix-git", "control", &case("fix-git", "r01", 0))
+            .starts_with("trial name: trial identity \"r01\""));
+        assert_eq!(
+            refuse("fix-git", "control", &case("fix-git", "t1", 100)),
+            "trial name: replacement 100 is above 99"
+        );
+        assert!(refuse("fix__git", "control", &case("fix__git", "t1", 0))
+            .starts_with("trial name: task \"fix__git\" is not"));
+    }
+
+    fn task_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,8}([-_.][a-z0-9]{1,8}){0,3}"
+    }
+
+    fn group_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,2}"
+    }
+
+    fn trial_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,5}".prop_filter("not a replacement suffix", |t| {
+            !(t.len() == 3 && t.starts_with('r') && t[1..].bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn trial_names_invert(task in task_strategy(), group in group_strategy(), trial in trial_strategy(), replacement in 0u8..=99) {
+            let c = CaseRef { task: task.clone(), trial, replacement };
+            prop_assert!(check_trial_name_parts(&task, &group, &c).is_ok());
+            let name = trial_name(&task, &group, &c);
+            prop_assert_eq!(parse_trial_name(&name), Some((task.clone(), group.clone(), c)));
+        }
+
+        #[test]
+        fn accepted_names_render_back_exactly(name in "[a-z0-9_.r-]{0,10}__[a-z0-9r-]{0,14}") {
+            if let Some((task, group, c)) = parse_trial_name(&name) {
+                prop_assert!(check_trial_name_parts(&task, &group, &c).is_ok());
+                prop_assert_eq!(trial_name(&task, &group, &c), name);
+            }
+        }
+
+        #[test]
+        fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = parse_trial_result(&bytes, "p");
+            let _ = parse_job_result(&bytes, "p");
+            let _ = parse_trial_name(&String::from_utf8_lossy(&bytes));
+            let _ = canonical_json(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn parsers_never_panic_on_edited_results(cut in 0usize..5078, byte in any::<u8>()) {
+            let mut bytes = read("trial-result.pass.json");
+            if let Some(b) = bytes.get_mut(cut) {
+                *b = byte;
+            }
+            let _ = parse_trial_result(&bytes, "p");
+            let _ = parse_trial_result(bytes.get(..cut).unwrap_or(&[]), "p");
+        }
+    }
+}

@@ -1371,7 +1371,7 @@ mod tests {
         );
         assert_eq!(
             p("over"),
-            "number 1.8446744073709552e19 is greater than u64::MAX (18446744073709551615)"
+            "number 1.8446744073709552e+19 is greater than u64::MAX (18446744073709551615)"
         );
         assert_eq!(
             p("frac"),
