@@ -102,6 +102,9 @@ pub enum Command {
     /// List the case identities of a group that may launch: not started in
     /// the ledger AND absent from the Harbor jobs directory (CASE-4).
     Resume(ResumeArgs),
+    /// Record evidence files exactly as Harbor and BitRouter write them.
+    #[command(subcommand)]
+    Ingest(crate::cli_ingest::IngestCommand),
 }
 
 /// `group` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger holds
@@ -437,6 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Group(g) => crate::cli_cases::run_group(&cli, g, wait),
         Command::Case(c) => crate::cli_cases::run_case(&cli, c, wait),
         Command::Resume(r) => crate::cli_cases::run_resume(&cli, r, wait),
+        Command::Ingest(i) => crate::cli_ingest::run_ingest(&cli, i, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)

@@ -562,6 +562,55 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     })])
 }
 
+/// The group evidence binds to: a group of a frozen lineage's target list
+/// (LINEAGE-1) that is not sealed (VERDICT-4: after the seal no evidence for
+/// the group is accepted).
+pub fn evidence_group(state: &State, lineage: Option<&str>, group: &str) -> Result<GroupRef> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    if let Some((at, s)) = l.groups.get(group).and_then(|g| g.sealed.as_ref()) {
+        return Err(refuse("VERDICT-4", format!(
+            "group {group:?} was sealed {} at seq {}; a sealed verdict is final and takes no more evidence",
+            s.status, at.seq
+        )));
+    }
+    Ok(GroupRef {
+        lineage: l.frozen.lineage.clone(),
+        group: group.to_string(),
+    })
+}
+
+/// A Harbor TrialResult binds to a case of the group that was started
+/// through the ledger: a result for an identity never started means it was
+/// launched outside the gates (GATE-6, CASE-8).
+pub fn trial_result_case(state: &State, group: &GroupRef, case: &CaseRef) -> Result<()> {
+    let l = state.lineage(Some(&group.lineage))?;
+    if !in_manifest(l, &group.group, case) {
+        return Err(refuse(
+            "CASE-8",
+            format!(
+                "a result for {}/{} which is not a case identity of group {:?}",
+                case.task, case.trial, group.group
+            ),
+        ));
+    }
+    let started = l
+        .groups
+        .get(&group.group)
+        .and_then(|g| g.cases.get(case))
+        .and_then(|c| c.started.as_ref());
+    if started.is_none() {
+        return Err(refuse(
+            "GATE-6",
+            format!(
+                "a result for {}/{} of group {:?}, which was never started through the ledger",
+                case.task, case.trial, group.group
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;

@@ -130,37 +130,25 @@ fn lock(dir: &Path, wait: Duration) -> Result<File> {
     }
 }
 
-/// Encodes drafts as records from `first_seq`, checking bounds.
-fn encode_drafts(drafts: &[&Draft], first_seq: u64, now_ns: u64) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(drafts.len());
-    let mut total = 0usize;
-    for (i, d) in drafts.iter().enumerate() {
-        let seq = first_seq + i as u64;
-        record::check_actor(&d.actor)?;
-        if let Some(k) = &d.idempotency_key {
-            record::check_idempotency_key(k)?;
-        }
-        crate::guard::check_event(&d.event)?;
-        let payload = d
-            .event
-            .encode_payload()
-            .map_err(|e| Error::input(format!("{}: {e}", d.event.kind())))?;
-        let bytes = Record {
-            format: FORMAT_VERSION,
-            seq,
-            recorded_at_utc_ns: now_ns,
-            actor: d.actor.clone(),
-            kind: d.event.kind().to_string(),
-            idempotency_key: d.idempotency_key.clone(),
-            payload,
-        }
-        .encode();
-        record::check_size(seq, d.event.kind(), bytes.len())?;
-        total += bytes.len();
-        check_batch(out.len() + 1, total)?;
-        out.push(bytes);
+/// Checks one draft and encodes it as record `seq`.
+fn encode_draft(d: &Draft, payload: Vec<u8>, seq: u64, now_ns: u64) -> Result<Vec<u8>> {
+    record::check_actor(&d.actor)?;
+    if let Some(k) = &d.idempotency_key {
+        record::check_idempotency_key(k)?;
     }
-    Ok(out)
+    crate::guard::check_event(&d.event)?;
+    let bytes = Record {
+        format: FORMAT_VERSION,
+        seq,
+        recorded_at_utc_ns: now_ns,
+        actor: d.actor.clone(),
+        kind: d.event.kind().to_string(),
+        idempotency_key: d.idempotency_key.clone(),
+        payload,
+    }
+    .encode();
+    record::check_size(seq, d.event.kind(), bytes.len())?;
+    Ok(bytes)
 }
 
 /// Checks one append's size against `APPEND_BATCH_RECORDS_MAX` and
@@ -216,7 +204,11 @@ impl Ledger {
             }),
             idempotency_key: None,
         };
-        let bytes = encode_drafts(&[&genesis], 0, now_ns)?.remove(0);
+        let payload = genesis
+            .event
+            .encode_payload()
+            .map_err(|e| Error::input(e.to_string()))?;
+        let bytes = encode_draft(&genesis, payload, 0, now_ns)?;
         let sealed = Sealed::new(chain::ZERO_HASH, 0, bytes);
         let head = ledger
             .store
@@ -292,84 +284,40 @@ impl Ledger {
     /// append nothing and return the original seq; with a different payload,
     /// the whole append is refused.
     pub fn append(&self, drafts: &[Draft], now_ns: u64) -> Result<Vec<Appended>> {
-        /// Where each draft's outcome comes from.
-        enum Slot {
-            /// An earlier record with the same key and payload.
-            Existing(Appended),
-            /// The n-th new record of this batch; `first` is false for a
-            /// repeat of a key earlier in the same batch.
-            New { n: usize, first: bool },
-        }
-        let head = self.head()?;
-        let mut slots = Vec::with_capacity(drafts.len());
-        let mut fresh: Vec<&Draft> = Vec::new();
-        let mut index: Vec<(String, u64)> = Vec::new();
+        self.append_iter(drafts.iter().cloned().map(Ok), now_ns)
+    }
+
+    /// `append` over a stream of drafts; the first error (of the stream or
+    /// of a draft) appends nothing.
+    pub fn append_iter(
+        &self,
+        drafts: impl IntoIterator<Item = Result<Draft>>,
+        now_ns: u64,
+    ) -> Result<Vec<Appended>> {
+        let mut batch = self.batch(now_ns)?;
         for d in drafts {
-            let Some(key) = &d.idempotency_key else {
-                slots.push(Slot::New {
-                    n: fresh.len(),
-                    first: true,
-                });
-                fresh.push(d);
-                continue;
-            };
-            if let Some(seq) = self.store.idempotency_seq(key)? {
-                let payload = d
-                    .event
-                    .encode_payload()
-                    .map_err(|e| Error::input(format!("{}: {e}", d.event.kind())))?;
-                let original = self.read(seq)?;
-                if original.decoded.record.kind != d.event.kind()
-                    || original.decoded.record.payload != payload
-                {
-                    return Err(idempotency_conflict(key, seq));
-                }
-                slots.push(Slot::Existing(Appended {
-                    seq,
-                    hash: original.hash,
-                    appended: false,
-                }));
-                continue;
-            }
-            if let Some(j) = fresh
-                .iter()
-                .position(|f| f.idempotency_key.as_deref() == Some(key))
-            {
-                if fresh[j].event != d.event {
-                    return Err(idempotency_conflict(key, head.seq + 1 + j as u64));
-                }
-                slots.push(Slot::New { n: j, first: false });
-                continue;
-            }
-            index.push((key.clone(), head.seq + 1 + fresh.len() as u64));
-            slots.push(Slot::New {
-                n: fresh.len(),
-                first: true,
-            });
-            fresh.push(d);
+            batch.push(d?)?;
         }
-        let encoded = encode_drafts(&fresh, head.seq + 1, now_ns)?;
-        let mut prev = head.hash;
-        let mut sealed = Vec::with_capacity(encoded.len());
-        for (n, bytes) in encoded.into_iter().enumerate() {
-            let s = Sealed::new(prev, head.seq + 1 + n as u64, bytes);
-            prev = s.hash;
-            sealed.push(s);
-        }
-        if !sealed.is_empty() {
-            self.store.append(Some(head), &sealed, &index)?;
-        }
-        Ok(slots
-            .into_iter()
-            .map(|slot| match slot {
-                Slot::Existing(a) => a,
-                Slot::New { n, first } => Appended {
-                    seq: sealed[n].seq,
-                    hash: sealed[n].hash,
-                    appended: first,
-                },
-            })
-            .collect())
+        batch.commit()
+    }
+
+    /// Starts an atomic batch after the current head: drafts are checked,
+    /// encoded and linked as they are pushed (only their encoded records are
+    /// held), and nothing is written until `commit`. Dropping the batch
+    /// appends nothing.
+    pub fn batch(&self, now_ns: u64) -> Result<Batch<'_>> {
+        let head = self.head()?;
+        Ok(Batch {
+            ledger: self,
+            head,
+            now_ns,
+            prev: head.hash,
+            out: Vec::new(),
+            sealed: Vec::new(),
+            index: Vec::new(),
+            batch_keys: std::collections::HashMap::new(),
+            bytes_total: 0,
+        })
     }
 
     /// Reads and checks one record: its own link, not its predecessors'.
@@ -524,6 +472,99 @@ impl Ledger {
             dir: dir.to_path_buf(),
             _lock: file,
         })
+    }
+}
+
+/// An atomic append being built (see `Ledger::batch`).
+pub struct Batch<'a> {
+    ledger: &'a Ledger,
+    head: Head,
+    now_ns: u64,
+    prev: Hash,
+    out: Vec<Appended>,
+    sealed: Vec<Sealed>,
+    index: Vec<(String, u64)>,
+    /// Keys first seen in this batch -> (position in `sealed`, kind, payload).
+    batch_keys: std::collections::HashMap<String, (usize, &'static str, Vec<u8>)>,
+    bytes_total: usize,
+}
+
+impl Batch<'_> {
+    /// Checks, encodes and links one draft. A draft whose idempotency key was
+    /// seen (in the ledger or earlier in this batch) with the same kind and
+    /// payload adds nothing and reports the original; with another payload
+    /// it is refused (LEDGER-2).
+    pub fn push(&mut self, d: Draft) -> Result<Appended> {
+        let payload = d
+            .event
+            .encode_payload()
+            .map_err(|e| Error::input(format!("{}: {e}", d.event.kind())))?;
+        if let Some(key) = &d.idempotency_key {
+            record::check_idempotency_key(key)?;
+            if let Some((n, kind, earlier)) = self.batch_keys.get(key) {
+                let s = &self.sealed[*n];
+                if *kind != d.event.kind() || *earlier != payload {
+                    return Err(idempotency_conflict(key, s.seq));
+                }
+                let a = Appended {
+                    seq: s.seq,
+                    hash: s.hash,
+                    appended: false,
+                };
+                self.out.push(a);
+                return Ok(a);
+            }
+            if let Some(seq) = self.ledger.store.idempotency_seq(key)? {
+                let original = self.ledger.read(seq)?;
+                if original.decoded.record.kind != d.event.kind()
+                    || original.decoded.record.payload != payload
+                {
+                    return Err(idempotency_conflict(key, seq));
+                }
+                let a = Appended {
+                    seq,
+                    hash: original.hash,
+                    appended: false,
+                };
+                self.out.push(a);
+                return Ok(a);
+            }
+        }
+        let seq = self.head.seq + 1 + self.sealed.len() as u64;
+        let bytes = encode_draft(&d, payload.clone(), seq, self.now_ns)?;
+        self.bytes_total += bytes.len();
+        check_batch(self.sealed.len() + 1, self.bytes_total)?;
+        let s = Sealed::new(self.prev, seq, bytes);
+        self.prev = s.hash;
+        if let Some(key) = d.idempotency_key {
+            self.index.push((key.clone(), seq));
+            self.batch_keys
+                .insert(key, (self.sealed.len(), d.event.kind(), payload));
+        }
+        let a = Appended {
+            seq,
+            hash: s.hash,
+            appended: true,
+        };
+        self.out.push(a);
+        self.sealed.push(s);
+        Ok(a)
+    }
+
+    /// New records in the batch so far.
+    pub fn new_records(&self) -> usize {
+        self.sealed.len()
+    }
+
+    /// Writes the batch in one transaction (CAS on the head) and flushes;
+    /// returns the outcome of every pushed draft, in order.
+    pub fn commit(self) -> Result<Vec<Appended>> {
+        if !self.sealed.is_empty() {
+            self.ledger
+                .store
+                .append(Some(self.head), &self.sealed, &self.index)?;
+        }
+        Ok(self.out)
     }
 }
 

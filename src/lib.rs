@@ -12,6 +12,7 @@
 pub mod chain;
 pub mod cli;
 pub mod cli_cases;
+pub mod cli_ingest;
 pub mod codec;
 pub mod decide;
 pub mod error;

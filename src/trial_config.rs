@@ -14,16 +14,10 @@ use crate::error::{Error, Result};
 use crate::events::CaseRef;
 use crate::manifest::{is_non_evaluation, ManifestFile, RouteProtocol, Tier};
 
-/// The Harbor trial name of a case: `<task>__<group>-<trial>`, and
-/// `<task>__<group>-<trial>-r01` for `replacement-01`. Harbor uses it as the
-/// trial directory name; ingest maps results back with `parse_trial_name`.
-pub fn trial_name(task: &str, group: &str, case: &CaseRef) -> String {
-    debug_assert_eq!(task, case.task);
-    match case.replacement {
-        0 => format!("{task}__{group}-{}", case.trial),
-        n => format!("{task}__{group}-{}-r{n:02}", case.trial),
-    }
-}
+/// The Harbor trial name of a case (`<task>__<group>-<trial>`, with
+/// `-r01` for `replacement-01`); one definition, shared with ingest, which
+/// maps results back with `parse_trial_name`.
+pub use crate::ingest::harbor::trial_name;
 
 /// A deterministic session id for a case, shaped like a UUID.
 pub fn session_id(lineage: &str, group: &str, case: &CaseRef) -> String {

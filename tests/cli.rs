@@ -7,7 +7,7 @@ use std::time::Duration;
 use benchledger::chain::DamageKind;
 use benchledger::ledger::Ledger;
 use benchledger::store::{DamageTree, Store};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A temp dir with a ledger path inside; every command runs with a clean
 /// environment for the variables the CLI reads.
@@ -665,6 +665,10 @@ mod cases {
 
     /// A ledger with the manifest frozen, canary-1 opened through the CLI,
     /// and every gate of canary-1 recorded passing (as observations).
+    pub(super) fn ready_harness(concurrency: u32) -> Harness {
+        ready(concurrency)
+    }
+
     fn ready(concurrency: u32) -> Harness {
         let h = Harness::new();
         h.init();
@@ -1042,6 +1046,406 @@ mod cases {
             ],
             3,
             "GATE-7",
+        );
+    }
+}
+
+// --- ingest ------------------------------------------------------------------
+
+mod ingest {
+    use super::Harness;
+    use super::*;
+
+    const FIX: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/fixtures/bitrouter"
+    );
+    const PASS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+    );
+
+    fn fixture(kind: &str) -> String {
+        std::fs::read_to_string(format!("{FIX}/{kind}.jsonl")).unwrap()
+    }
+
+    /// The fixture with its first row edited.
+    fn first_row_edited(kind: &str, edit: impl Fn(&mut serde_json::Map<String, Value>)) -> String {
+        let text = fixture(kind);
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let mut v: Value = serde_json::from_str(&lines[0]).unwrap();
+        edit(v.as_object_mut().unwrap());
+        lines[0] = serde_json::to_string(&v).unwrap();
+        lines.join("\n") + "\n"
+    }
+
+    fn frozen() -> Harness {
+        let h = Harness::new();
+        h.init();
+        assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+        h
+    }
+
+    #[test]
+    fn every_kind_ingests_once_and_again_appends_nothing() {
+        let h = frozen();
+        for kind in ["traces", "decisions", "usage", "receipts", "outcomes"] {
+            let path = format!("{FIX}/{kind}.jsonl");
+            let j = h.ok(&["ingest", kind, "r1", &path, "--json"]).json();
+            assert_eq!(
+                (j["rows"].as_u64(), j["appended"].as_u64()),
+                (Some(6), Some(6)),
+                "{kind}"
+            );
+            let before = h.head_bytes();
+            let again = h.ok(&["ingest", kind, "r1", &path, "--json"]).json();
+            assert_eq!(
+                again["appended"], 0,
+                "{kind}: re-ingesting the same file appends nothing"
+            );
+            assert_eq!(h.head_bytes(), before);
+        }
+        // Each file is recorded as an artifact with its BLAKE3.
+        let log = h.ok(&["log"]).stdout;
+        assert_eq!(log.matches("\"bitrouter_usage\"").count(), 1);
+        assert!(
+            log.contains("\"recompute_matches\":true"),
+            "the kimi row recomputes to its charge"
+        );
+        assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true);
+    }
+
+    #[test]
+    fn malformed_files_exit_2_naming_file_line_and_field_and_append_nothing() {
+        let h = frozen();
+        let remove = |k: &'static str| {
+            move |m: &mut serde_json::Map<String, Value>| {
+                m.remove(k);
+            }
+        };
+        let set = |k: &'static str, v: Value| {
+            move |m: &mut serde_json::Map<String, Value>| {
+                m.insert(k.to_string(), v.clone());
+            }
+        };
+        let nested = |a: &'static str, b: &'static str, v: Value| {
+            move |m: &mut serde_json::Map<String, Value>| {
+                m.get_mut(a)
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(b.to_string(), v.clone());
+            }
+        };
+        let cases: Vec<(&str, String, &str)> = vec![
+            // traces
+            (
+                "traces",
+                first_row_edited("traces", remove("id")),
+                "line 1: field id",
+            ),
+            (
+                "traces",
+                first_row_edited("traces", set("harness", json!("robot"))),
+                "field harness",
+            ),
+            (
+                "traces",
+                first_row_edited("traces", set("protocol", json!(7))),
+                "field protocol",
+            ),
+            (
+                "traces",
+                first_row_edited("traces", nested("outcome", "http_status", json!("200"))),
+                "field outcome.http_status",
+            ),
+            (
+                "traces",
+                first_row_edited("traces", nested("outcome", "status", json!("done"))),
+                "field outcome.status",
+            ),
+            (
+                "traces",
+                fixture("traces").replacen('\n', "\n\n", 1),
+                "line 2",
+            ),
+            ("traces", fixture("traces")[..40].to_string(), "line 1"),
+            // decisions
+            (
+                "decisions",
+                first_row_edited("decisions", set("reason", json!("guesswork"))),
+                "field reason",
+            ),
+            (
+                "decisions",
+                first_row_edited("decisions", set("pinned", json!("yes"))),
+                "field pinned",
+            ),
+            (
+                "decisions",
+                first_row_edited(
+                    "decisions",
+                    set("ingress_request_id_sha256", json!("sha256:xyz")),
+                ),
+                "field ingress_request_id_sha256",
+            ),
+            (
+                "decisions",
+                first_row_edited("decisions", remove("input_model")),
+                "field input_model",
+            ),
+            (
+                "decisions",
+                first_row_edited("decisions", remove("locked")),
+                "field locked",
+            ),
+            // usage (SETTLE-1: missing is never zero)
+            (
+                "usage",
+                first_row_edited("usage", remove("cache_read_tokens")),
+                "cache_read_tokens",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", remove("uncached_input_tokens")),
+                "uncached_input_tokens",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", remove("reasoning_tokens")),
+                "reasoning_tokens",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", |m| {
+                    let p = m["prompt_tokens"].as_u64().unwrap();
+                    m.insert("prompt_tokens".into(), json!(p + 1));
+                }),
+                "prompt",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", |m| {
+                    let p = m["completion_tokens"].as_u64().unwrap();
+                    m.insert("completion_tokens".into(), json!(p + 1));
+                }),
+                "completion",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", set("charge_status", json!("maybe"))),
+                "field charge_status",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", set("output_tokens", json!(-5))),
+                "field output_tokens",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", set("output_tokens", json!(1e30))),
+                "field output_tokens",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", remove("request_id")),
+                "request_id",
+            ),
+            (
+                "usage",
+                first_row_edited("usage", set("usage_origin", json!("guessed"))),
+                "field usage_origin",
+            ),
+            // receipts
+            (
+                "receipts",
+                first_row_edited("receipts", set("state", json!("done"))),
+                "field state",
+            ),
+            (
+                "receipts",
+                first_row_edited("receipts", remove("final_charge_micro_usd")),
+                "final_charge_micro_usd",
+            ),
+            (
+                "receipts",
+                first_row_edited("receipts", set("final_charge_micro_usd", json!(-1))),
+                "final_charge_micro_usd",
+            ),
+            (
+                "receipts",
+                first_row_edited("receipts", |m| {
+                    m.get_mut("usage")
+                        .unwrap()
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("cache_write_tokens");
+                }),
+                "cache_write_tokens",
+            ),
+            // outcomes
+            (
+                "outcomes",
+                first_row_edited("outcomes", set("reward", json!("1"))),
+                "field reward",
+            ),
+            (
+                "outcomes",
+                first_row_edited("outcomes", remove("task_id")),
+                "field task_id",
+            ),
+            (
+                "outcomes",
+                first_row_edited("outcomes", remove("request_id")),
+                "request_id",
+            ),
+            (
+                "outcomes",
+                "{\"request_id\": \"x\",\n".to_string(),
+                "line 1",
+            ),
+            // any kind
+            (
+                "usage",
+                String::from_utf8_lossy(b"\xff\xfe not utf-8\n").into_owned() + "\u{fffd}",
+                "line 1",
+            ),
+        ];
+        assert!(cases.len() >= 30);
+        for (i, (kind, text, needle)) in cases.iter().enumerate() {
+            let path = h.path(&format!("bad-{i}.jsonl"));
+            std::fs::write(&path, text).unwrap();
+            let r = h.refused(&["ingest", kind, "r1", path.to_str().unwrap()], 2, needle);
+            assert!(
+                r.stderr.contains(&path.display().to_string()),
+                "case {i}: the message names the file: {}",
+                r.stderr
+            );
+        }
+        h.refused(
+            &["ingest", "usage", "r1", "/nonexistent/usage.jsonl"],
+            2,
+            "cannot read",
+        );
+        h.refused(
+            &["ingest", "usage", "r1", "/work/../nonexistent"],
+            2,
+            "cannot read",
+        );
+    }
+
+    #[test]
+    fn a_credential_in_a_row_is_refused_unechoed() {
+        // rule FREEZE-2
+        let h = frozen();
+        let secret = format!("{}{}", "sk-ant-api03-", "Z".repeat(40) + "7q");
+        let text = first_row_edited("outcomes", |m| {
+            m.insert("failed_reason".into(), json!(format!("auth {secret}")));
+        });
+        let path = h.path("secret.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let before = h.head_bytes();
+        let r = h.run(&["ingest", "outcomes", "r1", path.to_str().unwrap()]);
+        assert!(r.code == 2 || r.code == 3, "{}", r.stderr);
+        assert!(!r.stderr.contains(&secret), "{}", r.stderr);
+        assert_eq!(h.head_bytes(), before);
+    }
+
+    #[test]
+    fn evidence_binds_only_to_a_targeted_unsealed_group() {
+        // rule LINEAGE-1
+        let h = frozen();
+        let path = format!("{FIX}/usage.jsonl");
+        h.refused(&["ingest", "usage", "r3", &path], 3, "LINEAGE-1");
+        h.refused(
+            &["ingest", "usage", "nope/r1", &path],
+            2,
+            "no frozen lineage",
+        );
+    }
+
+    /// A Harbor jobs dir with one trial named for `case start`.
+    fn harbor_tree(
+        h: &Harness,
+        name: &str,
+        trial_name: &str,
+        edit: impl Fn(&mut Value),
+    ) -> PathBuf {
+        let job = h.path(name).join("short13-job");
+        let dir = job.join(trial_name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(PASS).unwrap()).unwrap();
+        v["trial_name"] = json!(trial_name);
+        edit(&mut v);
+        std::fs::write(
+            dir.join("result.json"),
+            serde_json::to_vec_pretty(&v).unwrap(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(job.join("still-running__canary-1-c2")).unwrap();
+        h.path(name)
+    }
+
+    #[test]
+    fn harbor_results_bind_to_started_cases_once() {
+        // rule CASE-3, rule GATE-6, rule LEDGER-2
+        let h = super::cases::ready_harness(1);
+        h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+        let jobs = harbor_tree(&h, "jobs", "hello-world__canary-1-c1", |_| {});
+        let j = h
+            .ok(&[
+                "ingest",
+                "harbor",
+                "canary-1",
+                jobs.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
+        assert_eq!(j["results"], 1);
+        assert_eq!(j["incomplete"][0], "still-running__canary-1-c2");
+        let before = h.head_bytes();
+        let again = h
+            .ok(&[
+                "ingest",
+                "harbor",
+                "canary-1",
+                jobs.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
+        assert_eq!(again["appended"], 0);
+        assert_eq!(h.head_bytes(), before);
+        // A changed result for the recorded trial: a conflict.
+        let changed = harbor_tree(&h, "jobs2", "hello-world__canary-1-c1", |v| {
+            v["verifier_result"]["rewards"]["reward"] = json!(0.0)
+        });
+        h.refused(
+            &["ingest", "harbor", "canary-1", changed.to_str().unwrap()],
+            3,
+            "different result.json",
+        );
+        // A result for a case never started through the ledger.
+        let foreign = harbor_tree(&h, "jobs3", "hello-world__canary-1-c3", |_| {});
+        h.refused(
+            &["ingest", "harbor", "canary-1", foreign.to_str().unwrap()],
+            3,
+            "GATE-6",
+        );
+        // Harbor's own default names do not map to a case.
+        let unmapped = harbor_tree(&h, "jobs4", "hello-world__Xk3pQ9a", |_| {});
+        h.refused(
+            &["ingest", "harbor", "canary-1", unmapped.to_str().unwrap()],
+            2,
+            "trial names",
+        );
+        // A malformed result.json.
+        let broken = harbor_tree(&h, "jobs5", "hello-world__canary-1-c1", |v| {
+            v.as_object_mut().unwrap().remove("task_checksum");
+        });
+        h.refused(
+            &["ingest", "harbor", "canary-1", broken.to_str().unwrap()],
+            2,
+            "task_checksum",
         );
     }
 }

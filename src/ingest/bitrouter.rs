@@ -298,7 +298,7 @@ pub const TRAJECTORY_INPUT: &str = "not a captured trace row: this is a trajecto
 /// pairs them); an inbound `headers.x-bitrouter-request-id` must equal `id`
 /// (BitRouter reuses it as the id, so a difference is one request with two
 /// ids: weak attribution, rule JOIN-4).
-pub fn parse_trace(line: &[u8], group: &GroupRef) -> FieldResult<RequestTraced> {
+pub fn parse_trace(line: &[u8], group: &GroupRef) -> Result<RequestTraced, FieldError> {
     let loaded = load_object(line, &["raw_body"])?;
     let o = Obj::root(&loaded.map);
     refuse_other_trace_shapes(&o)?;
@@ -416,7 +416,7 @@ fn refuse_other_trace_shapes(o: &Obj<'_>) -> FieldResult<()> {
 ///
 /// Not checkable here: whether `ingress_request_id_sha256` is the SHA-256
 /// commitment of a trace id (the crate has no SHA-256); the join does that.
-pub fn parse_decision(line: &[u8], group: &GroupRef) -> FieldResult<PolicyDecisionRecorded> {
+pub fn parse_decision(line: &[u8], group: &GroupRef) -> Result<PolicyDecisionRecorded, FieldError> {
     let loaded = load_object(line, &[])?;
     let o = Obj::root(&loaded.map);
     if o.has("decision_id") && !o.has("input_model") {
@@ -439,10 +439,10 @@ pub fn parse_decision(line: &[u8], group: &GroupRef) -> FieldResult<PolicyDecisi
         check_timestamp(t, TimeForm::Rfc3339).map_err(|p| FieldError::new("captured_at", p))?;
     }
     let input_model = o.id("input_model")?;
-    o.id("key_strategy")?;
+    o.text("key_strategy")?;
     let request_key = o.id("request_key")?;
     check_request_key(request_key).map_err(|p| FieldError::new("request_key", p))?;
-    o.id("legacy_fingerprint")?;
+    o.text("legacy_fingerprint")?;
     match (o.has("trace_state"), o.has("workflow_state")) {
         (true, true) => {
             return Err(FieldError::new(
@@ -451,10 +451,10 @@ pub fn parse_decision(line: &[u8], group: &GroupRef) -> FieldResult<PolicyDecisi
             ))
         }
         (true, false) => {
-            o.id("trace_state")?;
+            o.text("trace_state")?;
         }
         (false, true) => {
-            o.id("workflow_state")?;
+            o.text("workflow_state")?;
         }
         (false, false) => {
             return Err(FieldError::new(
@@ -562,7 +562,7 @@ fn check_request_key(key: &str) -> std::result::Result<(), String> {
 /// charge was computed and equals `final_charge_micro_usd`. Whether a
 /// mismatch rejects the group is the settlement verdict's business
 /// (SETTLE-5), not the parser's.
-pub fn parse_usage(line: &[u8], group: &GroupRef) -> FieldResult<UsageRecorded> {
+pub fn parse_usage(line: &[u8], group: &GroupRef) -> Result<UsageRecorded, FieldError> {
     let loaded = load_object(line, &[])?;
     let o = Obj::root(&loaded.map);
     if FOUR_BUCKETS.iter().all(|b| !o.has(b)) && !o.has("charge_evidence") {
@@ -739,7 +739,7 @@ fn token_buckets(b: &Buckets) -> TokenBuckets {
 /// `computed` and absent or null otherwise. `model_id` and `provider_id` are
 /// optional. The shared fixtures hold bare receipts (no envelope), which is
 /// the shape accepted.
-pub fn parse_receipt(line: &[u8], group: &GroupRef) -> FieldResult<ReceiptRecorded> {
+pub fn parse_receipt(line: &[u8], group: &GroupRef) -> Result<ReceiptRecorded, FieldError> {
     let loaded = load_object(line, &[])?;
     let o = Obj::root(&loaded.map);
     let request_id = o.id("request_id")?;
@@ -866,13 +866,16 @@ pub fn read_receipt_document(
 /// literal written: `1.0` stays `1.0`, `1` stays `1`). Optional:
 /// `failed_reason`, `trial_name`; `finished_at`, `agent_started_at`,
 /// `agent_finished_at` are checked as RFC 3339 when present.
-pub fn parse_outcome(line: &[u8], group: &GroupRef) -> FieldResult<OutcomeRecorded> {
+pub fn parse_outcome(line: &[u8], group: &GroupRef) -> Result<OutcomeRecorded, FieldError> {
     outcome(line, group, false)
 }
 
 /// [`parse_outcome`] that accepts a row without `request_id` as
 /// analytical-only (`request_id: None`, rule JOIN-4).
-pub fn parse_outcome_analytical(line: &[u8], group: &GroupRef) -> FieldResult<OutcomeRecorded> {
+pub fn parse_outcome_analytical(
+    line: &[u8],
+    group: &GroupRef,
+) -> Result<OutcomeRecorded, FieldError> {
     outcome(line, group, true)
 }
 
@@ -933,7 +936,7 @@ fn outcome(line: &[u8], group: &GroupRef, analytical: bool) -> FieldResult<Outco
 // ---------------------------------------------------------------------------
 
 /// A row parser of this module.
-pub type RowParser<T> = fn(&[u8], &GroupRef) -> FieldResult<T>;
+pub type RowParser<T> = fn(&[u8], &GroupRef) -> Result<T, FieldError>;
 
 /// Runs `parse` over every row of the JSON Lines `r` (streaming, one bounded
 /// line at a time) and hands each payload to `sink` with its line number.

@@ -272,8 +272,8 @@ fn trial(bytes: &[u8], path: &str) -> FieldResult<ParsedTrial> {
         None => (None, None),
         Some(ex) => {
             let kind = ex.id("exception_type")?;
-            let message = ex.text("exception_message")?;
-            ex.text("exception_traceback")?;
+            let message = ex.long_text("exception_message")?;
+            ex.long_text("exception_traceback")?;
             let at = ex.id("occurred_at")?;
             check_timestamp(at, TimeForm::UtcZ)
                 .map_err(|p| FieldError::new("exception_info.occurred_at", p))?;
@@ -1386,6 +1386,28 @@ mod tests {
         for (value, expected) in &cases {
             assert_eq!(&refusal(value), expected);
         }
+        // long exception texts are hashed, not copied: no field limit applies
+        let long = edited(&p, |m| {
+            m.insert(
+                "exception_info".into(),
+                json!({"exception_type": "RuntimeError", "exception_message": "m".repeat(100_000),
+                "exception_traceback": "t".repeat(100_000), "occurred_at": "2026-03-01T12:01:44Z"}),
+            );
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&long).unwrap(), "r").unwrap();
+        assert_eq!(
+            t.exception_message_blake3,
+            Some(blake3_hex("m".repeat(100_000).as_bytes()))
+        );
+        assert_eq!(
+            refusal(&edited(&p, |m| {
+                m.insert("exception_info".into(), json!({"exception_type": "E", "exception_message": 5, "exception_traceback": "", "occurred_at": "2026-03-01T12:01:44Z"}));
+            })),
+            at(
+                "exception_info.exception_message",
+                "expected a string, found a number 5"
+            )
+        );
         // the partial results BitRouter's old harbor-outcomes read
         let partial = json!({"task_name": "terminal-bench/regex-log", "trial_name": "regex-log__abc123", "verifier_result": {"rewards": {"reward": 1.0}}});
         assert_eq!(

@@ -302,7 +302,7 @@ pub fn for_each_jsonl_row_with_progress(
         rows = line_no;
         bytes += n as u64;
         if let Some(p) = progress.as_mut() {
-            if p.every_rows > 0 && rows % p.every_rows == 0 {
+            if p.every_rows > 0 && rows.is_multiple_of(p.every_rows) {
                 (p.report)(rows, bytes);
             }
         }
@@ -925,6 +925,18 @@ impl<'a> Obj<'a> {
     /// A required string, empty allowed.
     pub(crate) fn text(&self, key: &str) -> FieldResult<&'a str> {
         self.string_of(key, self.required(key)?)
+    }
+
+    /// A required string of any length, for values that are only checked
+    /// or hashed, never copied into a payload (a traceback can be long).
+    pub(crate) fn long_text(&self, key: &str) -> FieldResult<&'a str> {
+        match self.required(key)? {
+            Value::String(s) => Ok(s),
+            other => Err(FieldError::new(
+                self.path(key),
+                format!("expected a string, {}", found(other)),
+            )),
+        }
     }
 
     fn u64_of(&self, key: &str, v: &Value) -> FieldResult<u64> {
