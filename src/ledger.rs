@@ -484,8 +484,9 @@ pub struct Batch<'a> {
     out: Vec<Appended>,
     sealed: Vec<Sealed>,
     index: Vec<(String, u64)>,
-    /// Keys first seen in this batch -> (position in `sealed`, kind, payload).
-    batch_keys: std::collections::HashMap<String, (usize, &'static str, Vec<u8>)>,
+    /// Keys first seen in this batch -> (position in `sealed`, kind,
+    /// BLAKE3 of the payload).
+    batch_keys: std::collections::HashMap<String, (usize, &'static str, [u8; 32])>,
     bytes_total: usize,
 }
 
@@ -503,7 +504,7 @@ impl Batch<'_> {
             record::check_idempotency_key(key)?;
             if let Some((n, kind, earlier)) = self.batch_keys.get(key) {
                 let s = &self.sealed[*n];
-                if *kind != d.event.kind() || *earlier != payload {
+                if *kind != d.event.kind() || *earlier != *blake3::hash(&payload).as_bytes() {
                     return Err(idempotency_conflict(key, s.seq));
                 }
                 let a = Appended {
@@ -531,15 +532,15 @@ impl Batch<'_> {
             }
         }
         let seq = self.head.seq + 1 + self.sealed.len() as u64;
-        let bytes = encode_draft(&d, payload.clone(), seq, self.now_ns)?;
+        let payload_hash = d.idempotency_key.as_ref().map(|_| *blake3::hash(&payload).as_bytes());
+        let bytes = encode_draft(&d, payload, seq, self.now_ns)?;
         self.bytes_total += bytes.len();
         check_batch(self.sealed.len() + 1, self.bytes_total)?;
         let s = Sealed::new(self.prev, seq, bytes);
         self.prev = s.hash;
         if let Some(key) = d.idempotency_key {
             self.index.push((key.clone(), seq));
-            self.batch_keys
-                .insert(key, (self.sealed.len(), d.event.kind(), payload));
+            self.batch_keys.insert(key, (self.sealed.len(), d.event.kind(), payload_hash.unwrap_or_default()));
         }
         let a = Appended {
             seq,

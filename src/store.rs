@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 
 const HEAD_KEY: &[u8] = b"head";
 
+/// sled's page cache, in bytes (sled's default is 1 GiB). The ledger reads
+/// sequentially and verifies what it reads; a small cache bounds memory.
+pub const SLED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// One stored (key, value) pair, as read.
 pub type RawPair = (Vec<u8>, Vec<u8>);
 
@@ -71,6 +75,7 @@ impl SledStore {
         let db = sled::Config::new()
             .path(path)
             .mode(sled::Mode::HighThroughput)
+            .cache_capacity(SLED_CACHE_BYTES)
             .open()
             .map_err(|e| Error::io(ctx(), e))?;
         let tree = |name: &str| db.open_tree(name).map_err(|e| Error::io(ctx(), e));
