@@ -266,8 +266,9 @@ impl Selector {
         }
         Err(Error::Refused {
             rule: "GATE-1",
-            message: "aws: no explicit identity selector (profile, assume_role or instance_profile)"
-                .into(),
+            message:
+                "aws: no explicit identity selector (profile, assume_role or instance_profile)"
+                    .into(),
         })
     }
 }
@@ -364,7 +365,10 @@ pub fn resolve_profile(name: &str, files: &ProfileFiles) -> Result<ProfileChain>
 }
 
 fn describe_files(files: &ProfileFiles) -> String {
-    let show = |p: &Option<PathBuf>| p.as_ref().map_or("(none)".into(), |p| p.display().to_string());
+    let show = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map_or("(none)".into(), |p| p.display().to_string())
+    };
     format!(
         "config {} and credentials {}",
         show(&files.config),
@@ -519,10 +523,7 @@ impl Target {
         match (&self.endpoint, &self.imds_endpoint) {
             (None, None) => None,
             (Some(e), None) => Some(e.clone()),
-            (e, Some(i)) => Some(format!(
-                "{}; imds={i}",
-                e.as_deref().unwrap_or("(aws)")
-            )),
+            (e, Some(i)) => Some(format!("{}; imds={i}", e.as_deref().unwrap_or("(aws)"))),
         }
     }
 }
@@ -564,7 +565,10 @@ fn clean(text: &str) -> String {
         s.push('…');
     }
     match crate::secrets::scan(&s) {
-        Some(f) => format!("<error text withheld: it looks like a credential ({})>", f.shape),
+        Some(f) => format!(
+            "<error text withheld: it looks like a credential ({})>",
+            f.shape
+        ),
         None => s,
     }
 }
@@ -648,12 +652,14 @@ impl Session {
                 session_name,
             } => {
                 let source = imds()?;
-                SharedCredentialsProvider::new(rt.block_on(
-                    AssumeRoleProvider::builder(role_arn.clone())
-                        .session_name(session_name.clone())
-                        .configure(&base)
-                        .build_from_provider(source),
-                ))
+                SharedCredentialsProvider::new(
+                    rt.block_on(
+                        AssumeRoleProvider::builder(role_arn.clone())
+                            .session_name(session_name.clone())
+                            .configure(&base)
+                            .build_from_provider(source),
+                    ),
+                )
             }
             Selector::InstanceProfile => imds()?,
         };
@@ -697,7 +703,9 @@ impl Session {
             )
             .map_err(|e| AwsError::of(&format!("service-quotas GetServiceQuota ec2 {code}"), e))?;
         let v = out.quota().and_then(|q| q.value()).ok_or_else(|| {
-            AwsError(format!("service-quotas GetServiceQuota ec2 {code} answered no value"))
+            AwsError(format!(
+                "service-quotas GetServiceQuota ec2 {code} answered no value"
+            ))
         })?;
         if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
             return Err(AwsError(format!(
@@ -776,7 +784,10 @@ impl Session {
                 let Some(id) = v.volume_id() else { continue };
                 out.push(Attachable {
                     id: id.to_string(),
-                    state: v.state().map(|s| s.as_str().to_string()).unwrap_or_default(),
+                    state: v
+                        .state()
+                        .map(|s| s.as_str().to_string())
+                        .unwrap_or_default(),
                     attached_to: v
                         .attachments()
                         .iter()
@@ -816,7 +827,10 @@ impl Session {
                 };
                 out.push(Attachable {
                     id: id.to_string(),
-                    state: n.status().map(|s| s.as_str().to_string()).unwrap_or_default(),
+                    state: n
+                        .status()
+                        .map(|s| s.as_str().to_string())
+                        .unwrap_or_default(),
                     attached_to: n
                         .attachment()
                         .and_then(|a| a.instance_id())
@@ -836,7 +850,10 @@ impl Session {
     }
 
     /// vCPUs of each instance type (DescribeInstanceTypes `DefaultVCpus`).
-    pub fn vcpus_by_type(&self, types: &BTreeSet<String>) -> Result<BTreeMap<String, u64>, AwsError> {
+    pub fn vcpus_by_type(
+        &self,
+        types: &BTreeSet<String>,
+    ) -> Result<BTreeMap<String, u64>, AwsError> {
         let mut out = BTreeMap::new();
         let all: Vec<&String> = types.iter().collect();
         for chunk in all.chunks(INSTANCE_TYPES_PER_CALL) {
@@ -1155,7 +1172,10 @@ pub fn quota_numbers(
     vcpus: &BTreeMap<String, u64>,
 ) -> Result<QuotaNumbers, AwsError> {
     let mut used = 0u64;
-    for i in live.iter().filter(|i| QUOTA_INSTANCE_STATES.contains(&i.state.as_str())) {
+    for i in live
+        .iter()
+        .filter(|i| QUOTA_INSTANCE_STATES.contains(&i.state.as_str()))
+    {
         let v = vcpus.get(&i.instance_type).ok_or_else(|| {
             AwsError(format!(
                 "no vcpu count for instance type {:?} of {}",
@@ -1289,7 +1309,10 @@ impl RunTags {
 
 /// Live run-tagged sandboxes (the monitor's and the residue gate's count):
 /// (id, state), sorted.
-pub fn live_sandboxes(session: &Session, m: &ManifestFile) -> Result<Vec<(String, String)>, AwsError> {
+pub fn live_sandboxes(
+    session: &Session,
+    m: &ManifestFile,
+) -> Result<Vec<(String, String)>, AwsError> {
     let mut f = RunTags::sandboxes(m).filters();
     f.push(filter("instance-state-name", LIVE_INSTANCE_STATES));
     let mut out: Vec<(String, String)> = session
@@ -1338,7 +1361,10 @@ pub fn audit(
     }
     let tracked_list: Vec<&String> = tracked.iter().collect();
     for chunk in tracked_list.chunks(FILTER_VALUES_MAX) {
-        let f = [filter("instance-id", chunk.iter().map(|s| s.to_string())), states.clone()];
+        let f = [
+            filter("instance-id", chunk.iter().map(|s| s.to_string())),
+            states.clone(),
+        ];
         for i in session.instances(&f)? {
             add_found(&mut found, "instance", &i.id, &i.state, "tracked_id".into());
         }
@@ -1349,7 +1375,13 @@ pub fn audit(
         }
     }
     for n in session.network_interfaces(&tags.filters())? {
-        add_found(&mut found, "network_interface", &n.id, &n.state, "run_tag".into());
+        add_found(
+            &mut found,
+            "network_interface",
+            &n.id,
+            &n.state,
+            "run_tag".into(),
+        );
     }
     let followed: Vec<&String> = instances.iter().collect();
     for chunk in followed.chunks(FILTER_VALUES_MAX) {
@@ -1357,7 +1389,13 @@ pub fn audit(
         let f = [filter("attachment.instance-id", ids.clone())];
         for v in session.volumes(&f)? {
             for i in v.attached_to.iter().filter(|i| ids.contains(i)) {
-                add_found(&mut found, "volume", &v.id, &v.state, format!("attachment_of:{i}"));
+                add_found(
+                    &mut found,
+                    "volume",
+                    &v.id,
+                    &v.state,
+                    format!("attachment_of:{i}"),
+                );
             }
         }
         for n in session.network_interfaces(&f)? {
@@ -1529,7 +1567,6 @@ pub fn terminate(
     Ok(done)
 }
 
-
 #[cfg(test)]
 mod tests {
     //! Pure tests run everywhere. Tests named `moto_*` talk to the moto
@@ -1567,7 +1604,10 @@ mod tests {
     fn moto_principal() -> crate::events::ManifestFrozen {
         frozen(
             &[],
-            &[("arn:aws:iam::123456789012:role/benchmark-runner", MOTO_PRINCIPAL)],
+            &[(
+                "arn:aws:iam::123456789012:role/benchmark-runner",
+                MOTO_PRINCIPAL,
+            )],
         )
     }
 
@@ -1585,7 +1625,11 @@ mod tests {
         ]);
         assert_eq!(
             found,
-            ["AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL_EC2", "AWS_SESSION_TOKEN"]
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_ENDPOINT_URL_EC2",
+                "AWS_SESSION_TOKEN"
+            ]
         );
     }
 
@@ -1595,9 +1639,18 @@ mod tests {
             check_endpoint("V", "http://127.0.0.1:5000/").unwrap(),
             "http://127.0.0.1:5000"
         );
-        for bad in ["127.0.0.1:5000", "ftp://x", "http://", "http://a:b@h", "http://h/ x"] {
+        for bad in [
+            "127.0.0.1:5000",
+            "ftp://x",
+            "http://",
+            "http://a:b@h",
+            "http://h/ x",
+        ] {
             let e = check_endpoint("BENCHLEDGER_AWS_ENDPOINT_URL", bad).unwrap_err();
-            assert!(e.to_string().starts_with("BENCHLEDGER_AWS_ENDPOINT_URL: "), "{e}");
+            assert!(
+                e.to_string().starts_with("BENCHLEDGER_AWS_ENDPOINT_URL: "),
+                "{e}"
+            );
         }
         let at = format!("http://h/{}", "a".repeat(ENDPOINT_URL_BYTES_MAX - 9));
         assert_eq!(at.len(), ENDPOINT_URL_BYTES_MAX);
@@ -1656,7 +1709,10 @@ mod tests {
         );
         assert_eq!(other.status, Status::Fail);
         let e = other.error.unwrap();
-        assert!(e.contains("aws.account") && e.contains("aws.principal_arn"), "{e}");
+        assert!(
+            e.contains("aws.account") && e.contains("aws.principal_arn"),
+            "{e}"
+        );
         assert_eq!(other.account.redacted, "********3333");
         // The example's role principal matches an assumed-role session of it.
         let role = frozen(&[], &[]);
@@ -1665,8 +1721,7 @@ mod tests {
             &role.manifest.private,
             &CallerIdentity {
                 account: MOTO_ACCOUNT.into(),
-                arn: "arn:aws:sts::123456789012:assumed-role/benchmark-runner/benchledger-s"
-                    .into(),
+                arn: "arn:aws:sts::123456789012:assumed-role/benchmark-runner/benchledger-s".into(),
             },
         );
         assert_eq!(session.status, Status::Pass);
@@ -1706,9 +1761,14 @@ mod tests {
             vec!["AWS_ACCESS_KEY_ID".into()],
             &Ok(v),
         );
-        assert_eq!(obs.endpoint_override.as_deref(), Some("http://127.0.0.1:5000"));
+        assert_eq!(
+            obs.endpoint_override.as_deref(),
+            Some("http://127.0.0.1:5000")
+        );
         assert_eq!(obs.ambient_variables_ignored, ["AWS_ACCESS_KEY_ID"]);
-        assert!(crate::guard::check_event(&crate::events::Event::IdentityChecked(obs.clone())).is_ok());
+        assert!(
+            crate::guard::check_event(&crate::events::Event::IdentityChecked(obs.clone())).is_ok()
+        );
         let failed = identity_observation("l", "s", &target, vec![], &Err(AwsError("down".into())));
         assert_eq!(failed.status, Status::Fail);
         assert_eq!(failed.account, None);
@@ -1767,10 +1827,25 @@ mod tests {
             "",
             "reads ambient state",
         );
-        refused("p", "[profile p]\ncredential_process = /bin/creds\n", "", "credential_process");
+        refused(
+            "p",
+            "[profile p]\ncredential_process = /bin/creds\n",
+            "",
+            "credential_process",
+        );
         refused("s", "[profile s]\nsso_session = x\n", "", "sso_session");
-        refused("n", "[profile n]\nregion = us-east-1\n", "", "has no credentials");
-        refused("r", "[profile r]\nrole_arn = arn:aws:iam::1:role/r\n", "", "without source_profile");
+        refused(
+            "n",
+            "[profile n]\nregion = us-east-1\n",
+            "",
+            "has no credentials",
+        );
+        refused(
+            "r",
+            "[profile r]\nrole_arn = arn:aws:iam::1:role/r\n",
+            "",
+            "without source_profile",
+        );
     }
 
     #[test]
@@ -1787,7 +1862,8 @@ mod tests {
                 i + 1
             ));
         }
-        let creds = format!("[p{PROFILE_CHAIN_MAX}]\naws_access_key_id = a\naws_secret_access_key = s\n");
+        let creds =
+            format!("[p{PROFILE_CHAIN_MAX}]\naws_access_key_id = a\naws_secret_access_key = s\n");
         assert!(resolve("p0", &config, &creds).is_ok());
         let creds = format!(
             "[p{}]\naws_access_key_id = a\naws_secret_access_key = s\n",
@@ -1797,14 +1873,18 @@ mod tests {
             "[profile p{PROFILE_CHAIN_MAX}]\nrole_arn = arn:aws:iam::1:role/x\nsource_profile = p{}\n",
             PROFILE_CHAIN_MAX + 1
         ));
-        assert!(resolve("p0", &config, &creds).unwrap_err().to_string().contains("longer than"));
+        assert!(resolve("p0", &config, &creds)
+            .unwrap_err()
+            .to_string()
+            .contains("longer than"));
     }
 
     #[test]
     fn profile_file_bound_is_exact() {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("at");
-        let mut text = "[profile x]\naws_access_key_id = a\naws_secret_access_key = s\n".to_string();
+        let mut text =
+            "[profile x]\naws_access_key_id = a\naws_secret_access_key = s\n".to_string();
         text.push_str(&"#".repeat(PROFILE_FILE_BYTES_MAX - text.len()));
         std::fs::write(&at, &text).unwrap();
         let files = ProfileFiles {
@@ -1826,7 +1906,10 @@ mod tests {
     fn profile_files_are_located_from_the_two_file_variables_or_home() {
         let f = ProfileFiles::locate(None, None, Some("/home/u".into()));
         assert_eq!(f.config.unwrap(), PathBuf::from("/home/u/.aws/config"));
-        assert_eq!(f.credentials.unwrap(), PathBuf::from("/home/u/.aws/credentials"));
+        assert_eq!(
+            f.credentials.unwrap(),
+            PathBuf::from("/home/u/.aws/credentials")
+        );
         let f = ProfileFiles::locate(Some("/c".into()), Some("/k".into()), None);
         assert_eq!(f.config.unwrap(), PathBuf::from("/c"));
         assert_eq!(f.credentials.unwrap(), PathBuf::from("/k"));
@@ -1840,7 +1923,10 @@ mod tests {
             Selector::of(m, None, ProfileFiles::default()).unwrap(),
             Selector::Profile { name, .. } if name == "bench-operator"
         ));
-        assert_eq!(selector_label(m, &f.manifest.private), "profile:bench-operator");
+        assert_eq!(
+            selector_label(m, &f.manifest.private),
+            "profile:bench-operator"
+        );
         let role = frozen(
             &[("profile = \"bench-operator\"", "assume_role = true")],
             &[(
@@ -1851,7 +1937,12 @@ mod tests {
         let m = &role.manifest.public;
         let e = Selector::of(m, None, ProfileFiles::default()).unwrap_err();
         assert!(e.to_string().contains("--private"), "{e}");
-        let s = Selector::of(m, Some("arn:aws:iam::123456789012:role/benchmark-runner"), ProfileFiles::default()).unwrap();
+        let s = Selector::of(
+            m,
+            Some("arn:aws:iam::123456789012:role/benchmark-runner"),
+            ProfileFiles::default(),
+        )
+        .unwrap();
         assert_eq!(
             s,
             Selector::AssumeRole {
@@ -1863,7 +1954,10 @@ mod tests {
             selector_label(m, &role.manifest.private),
             "role:arn:aws:iam::********9012:role/…"
         );
-        let ip = frozen(&[("profile = \"bench-operator\"", "instance_profile = true")], &[]);
+        let ip = frozen(
+            &[("profile = \"bench-operator\"", "instance_profile = true")],
+            &[],
+        );
         assert_eq!(
             Selector::of(&ip.manifest.public, None, ProfileFiles::default()).unwrap(),
             Selector::InstanceProfile
@@ -1875,7 +1969,10 @@ mod tests {
             id: id.into(),
             instance_type: ty.into(),
             state: state.into(),
-            tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -1887,9 +1984,15 @@ mod tests {
         // Example: concurrency 1 x sandbox 2 + headroom 4 (+ central 4 to provision).
         let vcpus: BTreeMap<String, u64> =
             [("m5.large".to_string(), 2), ("c7i.xlarge".to_string(), 4)].into();
-        let live = vec![inst("i-1", "m5.large", "running", &[]), inst("i-2", "m5.large", "pending", &[])];
+        let live = vec![
+            inst("i-1", "m5.large", "running", &[]),
+            inst("i-2", "m5.large", "pending", &[]),
+        ];
         let n = quota_numbers(&m, 14, &live, &vcpus).unwrap();
-        assert_eq!((n.used_vcpu, n.available_vcpu, n.required_vcpu), (4, 10, 10));
+        assert_eq!(
+            (n.used_vcpu, n.available_vcpu, n.required_vcpu),
+            (4, 10, 10)
+        );
         assert_eq!(n.status(), Status::Pass, "available == required passes");
         let n = quota_numbers(&m, 13, &live, &vcpus).unwrap();
         assert_eq!(n.status(), Status::Fail, "one below fails");
@@ -1898,7 +2001,10 @@ mod tests {
             "i-c",
             "c7i.xlarge",
             "running",
-            &[("benchledger:run", "short13-kimi-2026-11"), ("benchledger:role", "bitrouter-central")],
+            &[
+                ("benchledger:run", "short13-kimi-2026-11"),
+                ("benchledger:role", "bitrouter-central"),
+            ],
         );
         let with_central = [live.clone(), vec![central]].concat();
         let n = quota_numbers(&m, 14, &with_central, &vcpus).unwrap();
@@ -1907,16 +2013,31 @@ mod tests {
         // Reuse never adds the central host.
         m.central.mode = CentralMode::Reuse;
         m.central.instance_id = Some("i-other".into());
-        assert_eq!(quota_numbers(&m, 14, &live, &vcpus).unwrap().required_vcpu, 6);
+        assert_eq!(
+            quota_numbers(&m, 14, &live, &vcpus).unwrap().required_vcpu,
+            6
+        );
         // Stopped instances are not in the use; an unknown type is an error.
         let stopped = vec![inst("i-3", "zz.huge", "stopped", &[])];
-        assert_eq!(quota_numbers(&m, 14, &stopped, &vcpus).unwrap().used_vcpu, 0);
+        assert_eq!(
+            quota_numbers(&m, 14, &stopped, &vcpus).unwrap().used_vcpu,
+            0
+        );
         let unknown = vec![inst("i-4", "zz.huge", "running", &[])];
-        assert!(quota_numbers(&m, 14, &unknown, &vcpus).unwrap_err().0.contains("zz.huge"));
+        assert!(quota_numbers(&m, 14, &unknown, &vcpus)
+            .unwrap_err()
+            .0
+            .contains("zz.huge"));
         // Use past the quota leaves 0 available, never a wrap.
-        assert_eq!(quota_numbers(&m, 1, &live, &vcpus).unwrap().available_vcpu, 0);
+        assert_eq!(
+            quota_numbers(&m, 1, &live, &vcpus).unwrap().available_vcpu,
+            0
+        );
         let obs = quota_observation(&m, "us-east-1", &Err(AwsError("x".into())));
-        assert_eq!((obs.status, obs.error.as_deref()), (Status::Fail, Some("x")));
+        assert_eq!(
+            (obs.status, obs.error.as_deref()),
+            (Status::Fail, Some("x"))
+        );
     }
 
     fn found(resource: &str, id: &str, by: &str) -> FoundResource {
@@ -1934,14 +2055,24 @@ mod tests {
         let c = Some("i-central");
         let central = found("instance", "i-central", "run_tag");
         let root = found("volume", "vol-c", "attachment_of:i-central");
-        let both = found("network_interface", "eni-c", "run_tag,attachment_of:i-central");
+        let both = found(
+            "network_interface",
+            "eni-c",
+            "run_tag,attachment_of:i-central",
+        );
         let sandbox = found("instance", "i-s", "run_tag");
         assert!(is_excluded(&central, c) && is_excluded(&root, c) && is_excluded(&both, c));
         assert!(!is_excluded(&sandbox, c));
         assert!(!is_excluded(&central, None));
         assert!(!is_excluded(&found("volume", "i-central", "run_tag"), c));
-        assert_eq!(audit_status(&[central.clone(), root.clone()], c), Status::Pass);
-        assert_eq!(audit_status(&[central.clone(), sandbox.clone()], c), Status::Fail);
+        assert_eq!(
+            audit_status(&[central.clone(), root.clone()], c),
+            Status::Pass
+        );
+        assert_eq!(
+            audit_status(&[central.clone(), sandbox.clone()], c),
+            Status::Fail
+        );
         assert_eq!(audit_status(&[], None), Status::Pass);
         let plan = termination_plan(
             &[
@@ -1973,7 +2104,10 @@ mod tests {
                 "benchledger:role=sandbox|bitrouter-central"
             ]
         );
-        assert_eq!(RunTags::sandboxes(&f.manifest.public).role_values, ["sandbox"]);
+        assert_eq!(
+            RunTags::sandboxes(&f.manifest.public).role_values,
+            ["sandbox"]
+        );
     }
 
     #[test]
@@ -1993,7 +2127,10 @@ mod tests {
         l.local_addr().unwrap().port()
     }
 
-    fn profile_files(dir: &std::path::Path, profiles: &[(&str, &str, &str, Option<&str>)]) -> ProfileFiles {
+    fn profile_files(
+        dir: &std::path::Path,
+        profiles: &[(&str, &str, &str, Option<&str>)],
+    ) -> ProfileFiles {
         let mut creds = String::new();
         for (name, ak, sk, token) in profiles {
             creds.push_str(&format!(
@@ -2075,7 +2212,15 @@ mod tests {
     /// credentials file (no process environment is changed).
     fn moto(region: &str) -> Moto {
         let dir = tempfile::tempdir().unwrap();
-        let files = profile_files(dir.path(), &[("bench-test", "benchledger-test-key", "benchledger-test-secret", None)]);
+        let files = profile_files(
+            dir.path(),
+            &[(
+                "bench-test",
+                "benchledger-test-key",
+                "benchledger-test-secret",
+                None,
+            )],
+        );
         let session = Session::open(
             &Selector::Profile {
                 name: "bench-test".into(),
@@ -2107,7 +2252,10 @@ mod tests {
         aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()
     }
 
-    fn tag_spec(kind: aws_sdk_ec2::types::ResourceType, tags: &[(&str, &str)]) -> aws_sdk_ec2::types::TagSpecification {
+    fn tag_spec(
+        kind: aws_sdk_ec2::types::ResourceType,
+        tags: &[(&str, &str)],
+    ) -> aws_sdk_ec2::types::TagSpecification {
         aws_sdk_ec2::types::TagSpecification::builder()
             .resource_type(kind)
             .set_tags(Some(tags.iter().map(|(k, v)| tag(k, v)).collect()))
@@ -2208,7 +2356,13 @@ mod tests {
         let v = judge_identity(&key(), &other.manifest.private, &id);
         assert_eq!(v.status, Status::Fail);
         assert_eq!(v.account.redacted, "********9012");
-        let obs = identity_observation("l", "profile:bench-test", &moto_target("us-east-1"), vec![], &Ok(v));
+        let obs = identity_observation(
+            "l",
+            "profile:bench-test",
+            &moto_target("us-east-1"),
+            vec![],
+            &Ok(v),
+        );
         assert_eq!(obs.endpoint_override, Some(moto_url()));
         assert!(obs.error.unwrap().contains("GATE-1"));
     }
@@ -2321,14 +2475,23 @@ mod tests {
                 "--test-threads=1",
             ])
             .env("BENCHLEDGER_AMBIENT_CHILD", "1")
-            .env("BENCHLEDGER_AMBIENT_CREDENTIALS", t.files.credentials.as_ref().unwrap())
+            .env(
+                "BENCHLEDGER_AMBIENT_CREDENTIALS",
+                t.files.credentials.as_ref().unwrap(),
+            )
             .env("AWS_ACCESS_KEY_ID", &ak)
             .env("AWS_SECRET_ACCESS_KEY", &sk)
             .env("AWS_SESSION_TOKEN", &tok)
             .env("AWS_PROFILE", "other")
             .env("AWS_REGION", "eu-west-1")
-            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", closed_port()))
-            .env("AWS_ENDPOINT_URL_STS", format!("http://127.0.0.1:{}", closed_port()))
+            .env(
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", closed_port()),
+            )
+            .env(
+                "AWS_ENDPOINT_URL_STS",
+                format!("http://127.0.0.1:{}", closed_port()),
+            )
             .output()
             .unwrap();
         let text = format!(
@@ -2337,7 +2500,10 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(out.status.success(), "{text}");
-        assert!(text.contains("1 passed"), "the child test did not run: {text}");
+        assert!(
+            text.contains("1 passed"),
+            "the child test did not run: {text}"
+        );
     }
 
     /// The child half of the ambient test (does nothing unless spawned by it).
@@ -2348,12 +2514,26 @@ mod tests {
             return;
         }
         let ambient = ambient_variables_present(std::env::vars().map(|(k, _)| k));
-        for v in ["AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_PROFILE", "AWS_REGION", "AWS_SESSION_TOKEN"] {
-            assert!(ambient.contains(&v.to_string()), "{v} missing from {ambient:?}");
+        for v in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_STS",
+            "AWS_PROFILE",
+            "AWS_REGION",
+            "AWS_SESSION_TOKEN",
+        ] {
+            assert!(
+                ambient.contains(&v.to_string()),
+                "{v} missing from {ambient:?}"
+            );
         }
         let files = ProfileFiles {
             config: None,
-            credentials: Some(std::env::var("BENCHLEDGER_AMBIENT_CREDENTIALS").unwrap().into()),
+            credentials: Some(
+                std::env::var("BENCHLEDGER_AMBIENT_CREDENTIALS")
+                    .unwrap()
+                    .into(),
+            ),
         };
         let s = Session::open(
             &Selector::Profile {
@@ -2407,16 +2587,29 @@ mod tests {
         assert_eq!(n.required_vcpu, 10);
         assert_eq!(n.status(), Status::Pass, "{n:?}");
         let obs = quota_observation(&m, region, &Ok(n));
-        assert_eq!((obs.quota_vcpu, obs.available_vcpu, obs.status), (base + 14, 10, Status::Pass));
+        assert_eq!(
+            (obs.quota_vcpu, obs.available_vcpu, obs.status),
+            (base + 14, 10, Status::Pass)
+        );
         set_moto_quota(base + 4 + 9);
         let n = measure_quota(&t.session, &m).unwrap();
         assert_eq!(n.status(), Status::Fail, "{n:?}");
         // A live central host (m5.xlarge, 4 vCPU) is in the use and not required again.
-        let c = launch(&t.session, "m5.xlarge", &[("benchledger:run", &run), ("benchledger:role", "bitrouter-central")]);
+        let c = launch(
+            &t.session,
+            "m5.xlarge",
+            &[
+                ("benchledger:run", &run),
+                ("benchledger:role", "bitrouter-central"),
+            ],
+        );
         set_moto_quota(base + 8 + 6);
         let n = measure_quota(&t.session, &m).unwrap();
         assert!(n.central_live);
-        assert_eq!((n.used_vcpu, n.required_vcpu, n.status()), (base + 8, 6, Status::Pass));
+        assert_eq!(
+            (n.used_vcpu, n.required_vcpu, n.status()),
+            (base + 8, 6, Status::Pass)
+        );
         set_moto_quota(64);
         for id in [a, b, c] {
             t.session.terminate_instance(&id).unwrap();
@@ -2432,21 +2625,35 @@ mod tests {
         let s = &t.session;
         let run = unique("audit");
         let m = run_manifest("us-west-2", &run);
-        let tags = [("benchledger:run", run.as_str()), ("benchledger:role", "sandbox")];
+        let tags = [
+            ("benchledger:run", run.as_str()),
+            ("benchledger:role", "sandbox"),
+        ];
         let running = launch(s, "m5.large", &tags);
         let stopped = launch(s, "m5.large", &tags);
-        s.block_on(s.ec2().stop_instances().instance_ids(&stopped).send()).unwrap();
+        s.block_on(s.ec2().stop_instances().instance_ids(&stopped).send())
+            .unwrap();
         let gone = launch(s, "m5.large", &tags);
         s.terminate_instance(&gone).unwrap();
         let stray = create_volume(s, &tags);
         let orphan = create_interface(s, &tags);
         let project_only = create_volume(s, &[("project", "benchledger")]);
         let run_only = create_volume(s, &[("benchledger:run", run.as_str())]);
-        let other_run = create_volume(s, &[("benchledger:run", "another-run"), ("benchledger:role", "sandbox")]);
+        let other_run = create_volume(
+            s,
+            &[
+                ("benchledger:run", "another-run"),
+                ("benchledger:role", "sandbox"),
+            ],
+        );
         let tracked: BTreeSet<String> = [running.clone()].into();
         let found = audit(s, &RunTags::of(&m), &tracked).unwrap();
         let instances = ids(&found, "instance");
-        assert_eq!(instances, [running.clone(), stopped.clone()].into(), "{found:?}");
+        assert_eq!(
+            instances,
+            [running.clone(), stopped.clone()].into(),
+            "{found:?}"
+        );
         let states: BTreeMap<&str, &str> = found
             .iter()
             .filter(|r| r.resource == "instance")
@@ -2465,12 +2672,15 @@ mod tests {
         assert!(interfaces.contains(&orphan), "{found:?}");
         // moto drops launch interface tags: only the tracked instance's
         // attachment finds its interface.
-        let launch_eni = found
-            .iter()
-            .find(|r| r.resource == "network_interface" && r.found_by == format!("attachment_of:{running}"));
+        let launch_eni = found.iter().find(|r| {
+            r.resource == "network_interface" && r.found_by == format!("attachment_of:{running}")
+        });
         assert!(launch_eni.is_some(), "{found:?}");
         let obs = audit_observation(
-            GroupRef { lineage: "l".into(), group: "r1".into() },
+            GroupRef {
+                lineage: "l".into(),
+                group: "r1".into(),
+            },
             &m,
             "us-west-2",
             "arn:aws:sts::********9012:user/…",
@@ -2478,7 +2688,7 @@ mod tests {
             &Ok(found.clone()),
         );
         assert_eq!(obs.status, Status::Fail);
-        assert_eq!(obs.tracked_instance_ids, [running.clone()]);
+        assert_eq!(obs.tracked_instance_ids, std::slice::from_ref(&running));
         assert!(crate::guard::check_event(&crate::events::Event::CleanupAudited(obs)).is_ok());
         // Clean up what this test made.
         let plan = termination_plan(&found, None);
@@ -2496,18 +2706,32 @@ mod tests {
         let s = &t.session;
         let run = unique("central");
         let mut m = run_manifest("eu-west-2", &run);
-        let central_tags = [("benchledger:run", run.as_str()), ("benchledger:role", "bitrouter-central")];
+        let central_tags = [
+            ("benchledger:run", run.as_str()),
+            ("benchledger:role", "bitrouter-central"),
+        ];
         let central = launch(s, "m5.large", &central_tags);
         // Not the manifest's instance id: a run-tagged central host is residue.
         let found = audit(s, &RunTags::of(&m), &BTreeSet::new()).unwrap();
         assert_eq!(ids(&found, "instance"), [central.clone()].into());
-        assert_eq!(audit_status(&found, m.central.instance_id.as_deref()), Status::Fail);
+        assert_eq!(
+            audit_status(&found, m.central.instance_id.as_deref()),
+            Status::Fail
+        );
         // Named by id in the manifest: excluded, with its attached volume and interface.
         m.central.instance_id = Some(central.clone());
         let found = audit(s, &RunTags::of(&m), &BTreeSet::new()).unwrap();
-        assert!(found.iter().any(|r| r.found_by.contains(&format!("attachment_of:{central}"))), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|r| r.found_by.contains(&format!("attachment_of:{central}"))),
+            "{found:?}"
+        );
         let obs = audit_observation(
-            GroupRef { lineage: "l".into(), group: "r1".into() },
+            GroupRef {
+                lineage: "l".into(),
+                group: "r1".into(),
+            },
             &m,
             "eu-west-2",
             "id",
@@ -2518,7 +2742,14 @@ mod tests {
         assert_eq!(obs.excluded_central_instance_id, Some(central.clone()));
         assert!(termination_plan(&found, Some(&central)).is_empty());
         // A sandbox next to it is residue.
-        let sandbox = launch(s, "m5.large", &[("benchledger:run", run.as_str()), ("benchledger:role", "sandbox")]);
+        let sandbox = launch(
+            s,
+            "m5.large",
+            &[
+                ("benchledger:run", run.as_str()),
+                ("benchledger:role", "sandbox"),
+            ],
+        );
         let found = audit(s, &RunTags::of(&m), &BTreeSet::new()).unwrap();
         assert_eq!(audit_status(&found, Some(&central)), Status::Fail);
         let plan = termination_plan(&found, Some(&central));
@@ -2526,7 +2757,13 @@ mod tests {
         assert!(plan.iter().any(|r| r.id == sandbox));
         m.central.instance_id = None;
         let found = audit(s, &RunTags::of(&m), &[sandbox].into()).unwrap();
-        terminate(s, &termination_plan(&found, None), Duration::from_secs(30), &mut |_| Ok(())).unwrap();
+        terminate(
+            s,
+            &termination_plan(&found, None),
+            Duration::from_secs(30),
+            &mut |_| Ok(()),
+        )
+        .unwrap();
     }
 
     // rule CLEAN-1, CLEAN-2: terminate what the audit proved, then the audit reaches zero.
@@ -2537,7 +2774,10 @@ mod tests {
         let s = &t.session;
         let run = unique("terminate");
         let m = run_manifest("ap-southeast-2", &run);
-        let tags = [("benchledger:run", run.as_str()), ("benchledger:role", "sandbox")];
+        let tags = [
+            ("benchledger:run", run.as_str()),
+            ("benchledger:role", "sandbox"),
+        ];
         let a = launch(s, "m5.large", &tags);
         let b = launch(s, "m5.large", &tags);
         let stray = create_volume(s, &tags);
@@ -2556,7 +2796,14 @@ mod tests {
         .unwrap();
         assert_eq!(calls, recorded, "every call is recorded as it happens");
         assert_eq!(calls.len(), plan.len());
-        let answer = |id: &str| calls.iter().find(|c| c.resource.id == id).unwrap().answer.clone();
+        let answer = |id: &str| {
+            calls
+                .iter()
+                .find(|c| c.resource.id == id)
+                .unwrap()
+                .answer
+                .clone()
+        };
         assert_eq!(answer(&a), "ok: shutting-down");
         assert_eq!(answer(&stray), "ok: deleted");
         assert_eq!(answer(&orphan), "ok: deleted");
@@ -2581,9 +2828,26 @@ mod tests {
         let run = unique("monitor");
         let m = run_manifest("sa-east-1", &run);
         assert_eq!(live_sandboxes(s, &m).unwrap(), vec![]);
-        let a = launch(s, "m5.large", &[("benchledger:run", run.as_str()), ("benchledger:role", "sandbox")]);
-        let c = launch(s, "m5.large", &[("benchledger:run", run.as_str()), ("benchledger:role", "bitrouter-central")]);
-        assert_eq!(live_sandboxes(s, &m).unwrap(), vec![(a.clone(), "running".to_string())]);
+        let a = launch(
+            s,
+            "m5.large",
+            &[
+                ("benchledger:run", run.as_str()),
+                ("benchledger:role", "sandbox"),
+            ],
+        );
+        let c = launch(
+            s,
+            "m5.large",
+            &[
+                ("benchledger:run", run.as_str()),
+                ("benchledger:role", "bitrouter-central"),
+            ],
+        );
+        assert_eq!(
+            live_sandboxes(s, &m).unwrap(),
+            vec![(a.clone(), "running".to_string())]
+        );
         s.terminate_instance(&a).unwrap();
         s.terminate_instance(&c).unwrap();
         assert_eq!(live_sandboxes(s, &m).unwrap(), vec![]);

@@ -111,16 +111,15 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
     if url.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err("url contains a space or control character".into());
     }
-    let rest = match url.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-        Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => {
-            return Err(
+    let rest =
+        match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => return Err(
                 "https urls are not supported: the daemon serves plain http on its frozen ports"
                     .into(),
-            )
-        }
-        _ => return Err(format!("url {url:?} is not http://host[:port][/path]")),
-    };
+            ),
+            _ => return Err(format!("url {url:?} is not http://host[:port][/path]")),
+        };
     if url.contains('#') {
         return Err("url must not contain a fragment".into());
     }
@@ -143,7 +142,11 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
                     .ok_or_else(|| format!("url authority {authority:?} is malformed"))?,
             ),
         };
-        if h.is_empty() || !h.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+        if h.is_empty()
+            || !h
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
             return Err(format!("url host {h:?} is not an IPv6 literal"));
         }
         (h.to_string(), port)
@@ -311,7 +314,9 @@ pub fn http_exchange(
             });
         }
         if n == 0 {
-            return Err(fail("the connection closed before a complete answer".into()));
+            return Err(fail(
+                "the connection closed before a complete answer".into(),
+            ));
         }
     }
 }
@@ -356,9 +361,15 @@ fn parse_response(raw: &[u8], eof: bool) -> Result<Option<Parsed>, String> {
             .ok_or_else(|| format!("malformed header line {line:?}"))?;
         headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
     }
-    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
     let rest = &raw[end + 4..];
-    let chunked = get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let chunked =
+        get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     let body = if status == 204 || status == 304 {
         Some(Vec::new())
     } else if chunked {
@@ -697,8 +708,8 @@ pub fn elf_arch(header: &[u8]) -> String {
 
 /// Streams `path` through SHA-256 and reads its ELF header.
 pub fn binary_facts(path: &Path) -> Result<BinaryFacts, String> {
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut f =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut hasher = sha2::Sha256::new();
     let mut header = Vec::with_capacity(64);
     let mut bytes = 0u64;
@@ -796,7 +807,8 @@ pub struct ValidationRun {
 
 /// BLAKE3 of a config file's bytes, hex, bounded by `CONFIG_FILE_BYTES_MAX`.
 pub fn config_blake3(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if meta.len() > CONFIG_FILE_BYTES_MAX as u64 {
         return Err(format!(
             "{}: {} bytes, over the limit of {CONFIG_FILE_BYTES_MAX}",
@@ -1022,7 +1034,9 @@ pub(crate) mod testhttp {
     }
 
     impl Server {
-        pub(crate) fn start(handler: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static) -> Server {
+        pub(crate) fn start(
+            handler: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static,
+        ) -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let port = listener.local_addr().unwrap().port();
             let stop = Arc::new(AtomicBool::new(false));
@@ -1112,7 +1126,10 @@ pub(crate) mod testhttp {
 
     /// A complete answer with `Content-Length` and `Connection: close`.
     pub(crate) fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-        let mut out = format!("HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        let mut out = format!(
+            "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
         for (k, v) in headers {
             out.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -1175,7 +1192,9 @@ mod tests {
             assert!(parse_http_url(bad).is_err(), "{bad}");
         }
         assert!(parse_http_url("https://h").unwrap_err().contains("https"));
-        assert!(parse_http_url("http://u:p@h").unwrap_err().contains("user info"));
+        assert!(parse_http_url("http://u:p@h")
+            .unwrap_err()
+            .contains("user info"));
     }
 
     #[test]
@@ -1184,7 +1203,9 @@ mod tests {
         assert_eq!(at.len(), URL_BYTES_MAX);
         assert!(parse_http_url(&at).is_ok());
         let past = format!("{at}a");
-        assert!(parse_http_url(&past).unwrap_err().contains("over the limit"));
+        assert!(parse_http_url(&past)
+            .unwrap_err()
+            .contains("over the limit"));
     }
 
     #[test]
@@ -1222,7 +1243,11 @@ mod tests {
         let r = probe_health(&u, Duration::from_millis(HEALTH_TIMEOUT_MS));
         let obs = health_observation("l", "g", &u.text(), &r);
         assert_eq!(obs.status, Status::Fail);
-        assert!(obs.details["error"].contains("cannot connect"), "{:?}", obs.details);
+        assert!(
+            obs.details["error"].contains("cannot connect"),
+            "{:?}",
+            obs.details
+        );
         assert!(!obs.details.contains_key("http_status"));
     }
 
@@ -1236,7 +1261,10 @@ mod tests {
         let t0 = Instant::now();
         let r = probe_health(&u, Duration::from_millis(200));
         let e = r.unwrap_err();
-        assert!(e.error.contains("no complete answer within 200 ms"), "{e:?}");
+        assert!(
+            e.error.contains("no complete answer within 200 ms"),
+            "{e:?}"
+        );
         assert!(t0.elapsed() < Duration::from_millis(700));
         // Within the bound the same server answers.
         let r = probe_health(&u, Duration::from_millis(5_000)).unwrap();
@@ -1255,8 +1283,8 @@ mod tests {
         });
         let at = probe_health(&url(&format!("{}/at", s.url())), Duration::from_secs(10)).unwrap();
         assert_eq!(at.body.len(), HTTP_RESPONSE_BYTES_MAX);
-        let past = probe_health(&url(&format!("{}/past", s.url())), Duration::from_secs(10))
-            .unwrap_err();
+        let past =
+            probe_health(&url(&format!("{}/past", s.url())), Duration::from_secs(10)).unwrap_err();
         assert!(past.error.contains("over the limit"), "{past:?}");
     }
 
@@ -1269,7 +1297,11 @@ mod tests {
                 b"HTTP/1.0 200 OK\r\n\r\nuntil-close".to_vec()
             }
         });
-        let c = probe_health(&url(&format!("{}/chunked", s.url())), Duration::from_secs(5)).unwrap();
+        let c = probe_health(
+            &url(&format!("{}/chunked", s.url())),
+            Duration::from_secs(5),
+        )
+        .unwrap();
         assert_eq!(c.body, b"abcdefg");
         let e = probe_health(&url(&format!("{}/eof", s.url())), Duration::from_secs(5)).unwrap();
         assert_eq!(e.body, b"until-close");
@@ -1285,11 +1317,20 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             b"HTTP/1.1 100 Continue\r\n\r\n",
         ] {
-            assert!(parse_response(raw, true).is_err(), "{:?}", String::from_utf8_lossy(raw));
+            assert!(
+                parse_response(raw, true).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
         }
-        assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", false), Ok(None));
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", false),
+            Ok(None)
+        );
         let big = vec![b'a'; HTTP_HEADER_BYTES_MAX + 1];
-        assert!(parse_response(&big, false).unwrap_err().contains("headers over"));
+        assert!(parse_response(&big, false)
+            .unwrap_err()
+            .contains("headers over"));
     }
 
     #[test]
@@ -1307,7 +1348,11 @@ mod tests {
                     assert_eq!(r.header("x-api-key"), Some("local-key"));
                     assert_eq!(r.header("anthropic-version"), Some(ANTHROPIC_VERSION));
                     assert_eq!(body["model"], "sonnet");
-                    response(200, &[(REQUEST_ID_HEADER, "br-req-9")], br#"{"id":"msg_1"}"#)
+                    response(
+                        200,
+                        &[(REQUEST_ID_HEADER, "br-req-9")],
+                        br#"{"id":"msg_1"}"#,
+                    )
                 }
                 _ => response(404, &[], b""),
             }
@@ -1332,7 +1377,11 @@ mod tests {
         assert_eq!(obs.details["request_id"], "br-req-9");
         assert_eq!(obs.details["request_id_source"], "header");
         assert_eq!(obs.details["protocol"], "anthropic");
-        assert_eq!(s.requests.lock().unwrap().len(), 2, "one request per sentinel");
+        assert_eq!(
+            s.requests.lock().unwrap().len(),
+            2,
+            "one request per sentinel"
+        );
     }
 
     // rule PLANE-2: a 429 on one exact target fails that target's gate only.
@@ -1341,7 +1390,11 @@ mod tests {
         let s = Server::start(|r| {
             let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
             match body["model"].as_str().unwrap() {
-                "limited" => response(429, &[(REQUEST_ID_HEADER, "br-429")], br#"{"error":"rate"}"#),
+                "limited" => response(
+                    429,
+                    &[(REQUEST_ID_HEADER, "br-429")],
+                    br#"{"error":"rate"}"#,
+                ),
                 "broken" => response(502, &[], b"bad gateway"),
                 _ => response(200, &[], br#"{"id":"ok-1"}"#),
             }
@@ -1368,10 +1421,16 @@ mod tests {
         let mut state = crate::projections::State::default();
         let mut frozen = crate::manifest::tests::example();
         frozen.lineage = "l".into();
-        state.apply(crate::projections::At { seq: 1, utc_ns: 1 }, &crate::events::Event::ManifestFrozen(frozen));
+        state.apply(
+            crate::projections::At { seq: 1, utc_ns: 1 },
+            &crate::events::Event::ManifestFrozen(frozen),
+        );
         for (i, o) in observations.into_iter().enumerate() {
             state.apply(
-                crate::projections::At { seq: 2 + i as u64, utc_ns: 1 },
+                crate::projections::At {
+                    seq: 2 + i as u64,
+                    utc_ns: 1,
+                },
                 &crate::events::Event::CheckRecorded(o),
             );
         }
@@ -1398,7 +1457,10 @@ mod tests {
             body: b"not json".to_vec(),
             latency_ms: 1,
         };
-        assert_eq!(request_id(&none).unwrap_err(), "no request id in the answer");
+        assert_eq!(
+            request_id(&none).unwrap_err(),
+            "no request id in the answer"
+        );
     }
 
     fn elf(class: u8, data: u8, machine: u16) -> Vec<u8> {
@@ -1454,7 +1516,9 @@ mod tests {
         let bad = binary_observation("l", "/opt/bitrouter", &facts, &sw);
         assert_eq!(bad.status, Status::Fail);
         assert!(bad.details["error"].contains("bitrouter_binary_sha256"));
-        assert!(binary_facts(&dir.path().join("missing")).unwrap_err().contains("cannot read"));
+        assert!(binary_facts(&dir.path().join("missing"))
+            .unwrap_err()
+            .contains("cannot read"));
     }
 
     // rule GATE-7: the validated config is keyed by its BLAKE3; a non-zero exit fails.
@@ -1473,20 +1537,29 @@ mod tests {
         assert_eq!(run.exit_code, Some(0));
         assert!(run.output_complete);
         assert_eq!(run.output_bytes, 8);
-        assert_eq!(run.output_blake3, hex::encode(blake3::hash(b"out\nerr\n").as_bytes()));
+        assert_eq!(
+            run.output_blake3,
+            hex::encode(blake3::hash(b"out\nerr\n").as_bytes())
+        );
         let obs = config_observation("l", &b3, "trial.json", &cmd, &run);
         assert_eq!(obs.status, Status::Pass);
         assert_eq!(obs.target, b3);
         assert_eq!(obs.check, CheckKind::ConfigValidated);
         assert_eq!(obs.group, None);
-        let failing: Vec<String> = ["sh", "-c", "exit 3"].iter().map(|s| s.to_string()).collect();
+        let failing: Vec<String> = ["sh", "-c", "exit 3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let run = run_validation(&failing, Duration::from_secs(10)).unwrap();
         let obs = config_observation("l", &b3, "trial.json", &failing, &run);
         assert_eq!(obs.status, Status::Fail);
         assert_eq!(obs.details["exit_code"], "3");
-        assert!(run_validation(&["/nonexistent/validator".to_string()], Duration::from_secs(1))
-            .unwrap_err()
-            .contains("cannot run"));
+        assert!(run_validation(
+            &["/nonexistent/validator".to_string()],
+            Duration::from_secs(1)
+        )
+        .unwrap_err()
+        .contains("cannot run"));
         assert!(run_validation(&[], Duration::from_secs(1)).is_err());
     }
 
@@ -1525,10 +1598,24 @@ mod tests {
         let zero = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &Ok(vec![]));
         assert_eq!(zero.status, Status::Pass);
         assert_eq!(zero.details["sandbox_count"], "0");
-        let one = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &Ok(vec!["i-1".into()]));
+        let one = residue_observation(
+            "l",
+            "r1",
+            "run=x",
+            "us-east-1",
+            "arn:…",
+            &Ok(vec!["i-1".into()]),
+        );
         assert_eq!(one.status, Status::Fail);
         assert_eq!(one.details["instance_ids"], "i-1");
-        let err = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &Err("unreachable".into()));
+        let err = residue_observation(
+            "l",
+            "r1",
+            "run=x",
+            "us-east-1",
+            "arn:…",
+            &Err("unreachable".into()),
+        );
         assert_eq!(err.status, Status::Fail);
         assert_eq!(err.details["error"], "unreachable");
     }

@@ -316,7 +316,13 @@ fn lineage_state(cli: &Cli, wait: Duration, lineage: Option<&str>) -> anyhow::Re
 }
 
 fn require_group(l: &LineageState, group: &str) -> anyhow::Result<()> {
-    if l.frozen.manifest.public.groups.iter().any(|g| g.name == group) {
+    if l.frozen
+        .manifest
+        .public
+        .groups
+        .iter()
+        .any(|g| g.name == group)
+    {
         Ok(())
     } else {
         Err(Error::input(format!(
@@ -360,7 +366,11 @@ fn record_check(
             "details": obs.details,
         }))?;
     } else {
-        let word = if status == Status::Pass { "holds" } else { "does not hold" };
+        let word = if status == Status::Pass {
+            "holds"
+        } else {
+            "does not hold"
+        };
         println!(
             "{:?} check of {} {word}; recorded at seq {}",
             obs.check, obs.target, done[0].seq
@@ -382,9 +392,10 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
         CheckCommand::DaemonHealth(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
             require_group(&l, &a.group)?;
-            let url = checks::parse_http_url(&a.url)
-                .map_err(|e| Error::input(format!("--url: {e}")))?;
-            let outcome = checks::probe_health(&url, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
+            let url =
+                checks::parse_http_url(&a.url).map_err(|e| Error::input(format!("--url: {e}")))?;
+            let outcome =
+                checks::probe_health(&url, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
             let obs = checks::health_observation(&l.frozen.lineage, &a.group, &a.url, &outcome);
             record_check(cli, wait, obs, a.json)
         }
@@ -393,7 +404,10 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
             let m = &l.frozen.manifest.public;
             let tier: Tier = a.route.into();
             let route = m.route(tier).ok_or_else(|| {
-                Error::input(format!("lineage {:?} has no {tier:?} route", l.frozen.lineage))
+                Error::input(format!(
+                    "lineage {:?} has no {tier:?} route",
+                    l.frozen.lineage
+                ))
             })?;
             if let Some(g) = &a.group {
                 require_group(&l, g)?;
@@ -418,7 +432,8 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
             };
             let req = checks::sentinel_request(route, &base, &m.harbor.local_api_key)
                 .map_err(|e| Error::input(format!("--url: {e}")))?;
-            let outcome = checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
+            let outcome =
+                checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
             let obs = checks::sentinel_observation(
                 &l.frozen.lineage,
                 a.group.as_deref(),
@@ -553,7 +568,9 @@ mod with_aws {
     use crate::manifest::PrivateFile;
 
     fn env_path(name: &str) -> Option<PathBuf> {
-        std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     }
 
     /// The endpoint overrides in force, checked.
@@ -594,7 +611,10 @@ mod with_aws {
     }
 
     /// The session of the lineage's one selector.
-    fn open_session(l: &LineageState, private: Option<&Private>) -> anyhow::Result<(Session, Target)> {
+    fn open_session(
+        l: &LineageState,
+        private: Option<&Private>,
+    ) -> anyhow::Result<(Session, Target)> {
         let m = &l.frozen.manifest.public;
         let files = aws::ProfileFiles::locate(
             env_path("AWS_CONFIG_FILE"),
@@ -639,7 +659,11 @@ mod with_aws {
     }
 
     /// `identity prove`.
-    pub fn run_identity(cli: &Cli, cmd: &IdentityCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    pub fn run_identity(
+        cli: &Cli,
+        cmd: &IdentityCommand,
+        wait: Duration,
+    ) -> anyhow::Result<ExitCode> {
         let IdentityCommand::Prove(a) = cmd;
         let l = lineage_state(cli, wait, a.lineage.as_deref())?;
         let private = read_private(&l, &a.private)?;
@@ -661,8 +685,8 @@ mod with_aws {
         };
         let checked = batch.push(draft(Event::IdentityChecked(obs.clone())))?;
         let stop = match &outcome {
-            Ok(v) if v.status == Status::Fail => Some(batch.push(draft(Event::LineageStopped(
-                LineageStopped {
+            Ok(v) if v.status == Status::Fail => {
+                Some(batch.push(draft(Event::LineageStopped(LineageStopped {
                     lineage: l.frozen.lineage.clone(),
                     rule: "GATE-1".into(),
                     reason: format!(
@@ -670,8 +694,8 @@ mod with_aws {
                         v.error.as_deref().unwrap_or("")
                     ),
                     evidence_seq: Some(checked.seq),
-                },
-            )))?),
+                })))?)
+            }
             _ => None,
         };
         batch.commit()?;
@@ -693,7 +717,11 @@ mod with_aws {
             match &outcome {
                 Ok(v) => println!(
                     "identity {} as {} in account {} (selector {}); recorded at seq {}",
-                    if v.status == Status::Pass { "proven" } else { "MISMATCH" },
+                    if v.status == Status::Pass {
+                        "proven"
+                    } else {
+                        "MISMATCH"
+                    },
                     v.principal.redacted,
                     v.account.redacted,
                     obs.selector,
@@ -786,7 +814,8 @@ mod with_aws {
             }
             Err(e) => (String::from("unproven"), Err(e)),
         };
-        let obs = aws::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
+        let obs =
+            aws::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
         let done = append(cli, wait, vec![Event::CleanupAudited(obs.clone())])?;
         Ok((done[0].seq, obs))
     }
@@ -798,7 +827,11 @@ mod with_aws {
             return print_json(&v);
         }
         let central = a.excluded_central_instance_id.as_deref();
-        let residue = a.found.iter().filter(|r| !aws::is_excluded(r, central)).count();
+        let residue = a
+            .found
+            .iter()
+            .filter(|r| !aws::is_excluded(r, central))
+            .count();
         println!(
             "cleanup audit of {}/{} in {} as {}: {} found, {} residue: {}; recorded at seq {}",
             a.group.lineage,
@@ -807,12 +840,23 @@ mod with_aws {
             a.identity,
             a.found.len(),
             residue,
-            if a.status == Status::Pass { "zero tail" } else { "NOT zero" },
+            if a.status == Status::Pass {
+                "zero tail"
+            } else {
+                "NOT zero"
+            },
             seq
         );
         for r in &a.found {
-            let ex = if aws::is_excluded(r, central) { " (excluded: central host)" } else { "" };
-            println!("  {} {} {} found by {}{ex}", r.resource, r.id, r.state, r.found_by);
+            let ex = if aws::is_excluded(r, central) {
+                " (excluded: central host)"
+            } else {
+                ""
+            };
+            println!(
+                "  {} {} {} found by {}{ex}",
+                r.resource, r.id, r.state, r.found_by
+            );
         }
         if let Some(e) = &a.error {
             println!("  error: {e}");
@@ -829,7 +873,11 @@ mod with_aws {
     }
 
     /// `cleanup audit | monitor | terminate`.
-    pub fn run_cleanup(cli: &Cli, cmd: &CleanupCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    pub fn run_cleanup(
+        cli: &Cli,
+        cmd: &CleanupCommand,
+        wait: Duration,
+    ) -> anyhow::Result<ExitCode> {
         match cmd {
             CleanupCommand::Audit(a) => {
                 let (lineage, group) = parse_group(&a.group);
@@ -837,7 +885,8 @@ mod with_aws {
                 require_group(&l, &group)?;
                 let private = optional_private(&l, &a.private)?;
                 let (session, _) = open_session(&l, private.as_ref())?;
-                let (seq, obs) = audit_and_record(cli, wait, &l, &group, &session, private.as_ref())?;
+                let (seq, obs) =
+                    audit_and_record(cli, wait, &l, &group, &session, private.as_ref())?;
                 print_audit(seq, &obs, a.json)?;
                 Ok(audit_exit(&obs))
             }
@@ -971,9 +1020,15 @@ mod with_aws {
             if a.json {
                 print_json(&json!({ "audit_seq": audit_seq, "plan": plan }))?;
             } else {
-                println!("plan from audit seq {audit_seq}: {} resource(s)", plan.len());
+                println!(
+                    "plan from audit seq {audit_seq}: {} resource(s)",
+                    plan.len()
+                );
                 for r in &plan {
-                    println!("  {} {} {} found by {}", r.resource, r.id, r.state, r.found_by);
+                    println!(
+                        "  {} {} {} found by {}",
+                        r.resource, r.id, r.state, r.found_by
+                    );
                 }
             }
             return Err(BadUsage(
@@ -1024,7 +1079,10 @@ mod with_aws {
                 "after": after,
             }))?;
         } else {
-            println!("{} call(s) made from audit seq {audit_seq}; audit again:", calls.len());
+            println!(
+                "{} call(s) made from audit seq {audit_seq}; audit again:",
+                calls.len()
+            );
             print_audit(seq, &after, false)?;
         }
         Ok(audit_exit(&after))
@@ -1092,10 +1150,20 @@ mod tests {
     #[test]
     fn check_config_takes_the_command_after_the_separator() {
         let p = Check::try_parse_from([
-            "check", "config", "lin", "--config", "t.json", "--", "python", "validate.py", "--strict",
+            "check",
+            "config",
+            "lin",
+            "--config",
+            "t.json",
+            "--",
+            "python",
+            "validate.py",
+            "--strict",
         ])
         .unwrap();
-        let CheckCommand::Config(a) = p.c else { panic!() };
+        let CheckCommand::Config(a) = p.c else {
+            panic!()
+        };
         assert_eq!(a.lineage.as_deref(), Some("lin"));
         assert_eq!(a.command, ["python", "validate.py", "--strict"]);
         assert!(Check::try_parse_from(["check", "config", "--config", "t.json"]).is_err());
@@ -1103,8 +1171,11 @@ mod tests {
 
     #[test]
     fn sentinel_route_is_a_tier() {
-        let p = Check::try_parse_from(["check", "sentinel", "--route", "economy", "--group", "r1"]).unwrap();
-        let CheckCommand::Sentinel(a) = p.c else { panic!() };
+        let p = Check::try_parse_from(["check", "sentinel", "--route", "economy", "--group", "r1"])
+            .unwrap();
+        let CheckCommand::Sentinel(a) = p.c else {
+            panic!()
+        };
         assert_eq!(Tier::from(a.route), Tier::Economy);
         assert!(Check::try_parse_from(["check", "sentinel", "--route", "cheap"]).is_err());
     }
@@ -1112,12 +1183,15 @@ mod tests {
     #[test]
     fn monitor_defaults_are_the_named_constants() {
         let p = Cleanup::try_parse_from(["cleanup", "monitor", "r1"]).unwrap();
-        let CleanupCommand::Monitor(a) = p.c else { panic!() };
+        let CleanupCommand::Monitor(a) = p.c else {
+            panic!()
+        };
         assert_eq!(a.interval, MONITOR_INTERVAL_MS_DEFAULT as f64 / 1000.0);
         assert_eq!(a.max_samples, MONITOR_SAMPLES_DEFAULT);
         assert!(!a.until_zero);
-        assert!(MONITOR_SAMPLES_DEFAULT <= MONITOR_SAMPLES_MAX);
-        assert!((MONITOR_INTERVAL_MS_MIN..=MONITOR_INTERVAL_MS_MAX).contains(&MONITOR_INTERVAL_MS_DEFAULT));
+        const { assert!(MONITOR_SAMPLES_DEFAULT <= MONITOR_SAMPLES_MAX) };
+        assert!((MONITOR_INTERVAL_MS_MIN..=MONITOR_INTERVAL_MS_MAX)
+            .contains(&MONITOR_INTERVAL_MS_DEFAULT));
     }
 
     fn found(resource: &str, id: &str) -> FoundResource {
@@ -1150,18 +1224,44 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger");
         let (ledger, _) = Ledger::create(&path, Duration::from_secs(5), [1; 16], "t", 1).unwrap();
-        let g = GroupRef { lineage: "l".into(), group: "r1".into() };
-        let other = GroupRef { lineage: "l".into(), group: "r2".into() };
+        let g = GroupRef {
+            lineage: "l".into(),
+            group: "r1".into(),
+        };
+        let other = GroupRef {
+            lineage: "l".into(),
+            group: "r2".into(),
+        };
         let events = vec![
-            audited(&g, vec![found("instance", "i-a"), found("volume", "vol-1"), found("instance", "i-central")], Some("i-central")),
-            Event::MonitorSampled(MonitorSampled { group: g.clone(), sandbox_count: 1, instance_ids: vec!["i-b".into()] }),
-            Event::MonitorSampled(MonitorSampled { group: other.clone(), sandbox_count: 1, instance_ids: vec!["i-x".into()] }),
+            audited(
+                &g,
+                vec![
+                    found("instance", "i-a"),
+                    found("volume", "vol-1"),
+                    found("instance", "i-central"),
+                ],
+                Some("i-central"),
+            ),
+            Event::MonitorSampled(MonitorSampled {
+                group: g.clone(),
+                sandbox_count: 1,
+                instance_ids: vec!["i-b".into()],
+            }),
+            Event::MonitorSampled(MonitorSampled {
+                group: other.clone(),
+                sandbox_count: 1,
+                instance_ids: vec!["i-x".into()],
+            }),
             audited(&other, vec![found("instance", "i-y")], None),
             audited(&g, vec![], Some("i-central")),
         ];
         let drafts: Vec<Draft> = events
             .into_iter()
-            .map(|event| Draft { actor: "t".into(), event, idempotency_key: None })
+            .map(|event| Draft {
+                actor: "t".into(),
+                event,
+                idempotency_key: None,
+            })
             .collect();
         let done = ledger.append(&drafts, 2).unwrap();
         let h = cleanup_history(&ledger, &g).unwrap();
@@ -1169,7 +1269,14 @@ mod tests {
         let (seq, latest) = h.latest_audit.unwrap();
         assert_eq!(seq, done[4].seq);
         assert!(latest.found.is_empty());
-        let none = cleanup_history(&ledger, &GroupRef { lineage: "l".into(), group: "control".into() }).unwrap();
+        let none = cleanup_history(
+            &ledger,
+            &GroupRef {
+                lineage: "l".into(),
+                group: "control".into(),
+            },
+        )
+        .unwrap();
         assert_eq!(none, CleanupHistory::default());
     }
 }
