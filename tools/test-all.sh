@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 
 kills="${CRASHTEST_KILLS:-60}"
 
-echo "== cargo test (unit, CLI, replay) =="
-cargo test --all-targets
+echo "== cargo test: the core without the AWS SDK (unit, CLI, replay) =="
+cargo test --no-default-features --all-targets
 
 echo "== kill test: ${kills} SIGKILLs of a writer mid-append =="
-cargo run --quiet --example crashtest -- drive --kills "${kills}"
+cargo run --quiet --no-default-features --example crashtest -- drive --kills "${kills}"
 
 echo "== the AWS emulator (moto server with the EC2 vCPU quota) =="
 bash tools/moto/check.sh
