@@ -525,17 +525,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     }
     // Canaries first (GATE-5), and at the lineage's concurrency (GATE-9).
     if scored {
-        let canaries: Vec<_> = l
-            .groups
-            .iter()
-            .filter(|(n, g)| n.starts_with("canary") && g.accepted())
-            .collect();
-        if canaries.is_empty() {
-            return Err(refuse(
-                "GATE-5",
-                "an accepted canary is required before scored work",
-            ));
-        }
+        let canaries = accepted_canary(l)?;
         let c = m.limits.concurrency as u64;
         if c > 1
             && !canaries
