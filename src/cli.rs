@@ -169,7 +169,7 @@ pub enum CaseCommand {
 /// Arguments of `case render-config`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The group.
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
     /// The case (`TASK/TRIAL[/replacement-01]`).
     pub case: String,
@@ -184,7 +184,7 @@ pub struct RenderArgs {
 /// Arguments of `case start`.
 #[derive(Debug, Args)]
 pub struct CaseStartArgs {
-    /// The group.
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
     /// The case (`TASK/TRIAL[/replacement-01]`).
     pub case: String,
@@ -207,7 +207,7 @@ pub struct CaseStartArgs {
 /// Arguments of `resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The group.
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
     /// A Harbor jobs directory: identities with a trial directory there are
     /// never launchable, whatever the ledger says.

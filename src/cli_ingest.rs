@@ -59,7 +59,7 @@ pub enum IngestCommand {
 /// Arguments of `ingest harbor`.
 #[derive(Debug, Args)]
 pub struct HarborArgs {
-    /// The group.
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
     /// A Harbor jobs directory or one job directory.
     pub dir: PathBuf,
@@ -71,7 +71,7 @@ pub struct HarborArgs {
 /// Arguments of a BitRouter row ingest.
 #[derive(Debug, Args)]
 pub struct RowsArgs {
-    /// The group.
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
     /// The file.
     pub file: PathBuf,
