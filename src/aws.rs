@@ -576,12 +576,13 @@ fn clean(text: &str) -> String {
 /// An authenticated connection to one region: the explicit provider, the
 /// three clients and the runtime they run on. Calls block.
 pub struct Session {
-    rt: tokio::runtime::Runtime,
     sts: aws_sdk_sts::Client,
     ec2: aws_sdk_ec2::Client,
     quotas: aws_sdk_servicequotas::Client,
     /// The region.
     pub region: String,
+    // Last: the clients (and their connection pools) drop before their runtime.
+    rt: tokio::runtime::Runtime,
 }
 
 fn timeouts() -> TimeoutConfig {
@@ -1532,12 +1533,21 @@ pub fn terminate(
     if !instances.is_empty() && plan.iter().any(|r| r.resource != "instance") {
         let deadline = Instant::now() + wait;
         loop {
-            let f = [
-                filter("instance-id", instances.clone()),
-                filter("instance-state-name", LIVE_INSTANCE_STATES),
-            ];
-            let left = session.instances(&f).map(|l| l.len()).unwrap_or(usize::MAX);
-            if left == 0 || Instant::now() >= deadline {
+            // Live instances left; a failed query ends the wait (the deletes
+            // below then answer for themselves, and the audit that follows
+            // is the truth).
+            let left: Result<usize, AwsError> = instances
+                .chunks(FILTER_VALUES_MAX)
+                .map(|chunk| {
+                    session
+                        .instances(&[
+                            filter("instance-id", chunk.to_vec()),
+                            filter("instance-state-name", LIVE_INSTANCE_STATES),
+                        ])
+                        .map(|l| l.len())
+                })
+                .sum();
+            if !matches!(left, Ok(n) if n > 0) || Instant::now() >= deadline {
                 break;
             }
             let poll = Duration::from_millis(TERMINATE_POLL_MS)

@@ -105,6 +105,21 @@ pub enum Command {
     /// Record evidence files exactly as Harbor and BitRouter write them.
     #[command(subcommand)]
     Ingest(crate::cli_ingest::IngestCommand),
+    /// Prove the AWS identity through the manifest's one explicit selector
+    /// (GATE-1; needs the `aws` feature).
+    #[command(subcommand)]
+    Identity(crate::cli_checks::IdentityCommand),
+    /// The EC2 vCPU quota gate (GATE-2; needs the `aws` feature).
+    #[command(subcommand)]
+    Quota(crate::cli_checks::QuotaCommand),
+    /// Exact-tag residue audit, monitor and termination (CLEAN-1..3; needs
+    /// the `aws` feature).
+    #[command(subcommand)]
+    Cleanup(crate::cli_checks::CleanupCommand),
+    /// Gate observations: daemon health, provider sentinels, binary hash,
+    /// config validation (GATE-3, GATE-4, GATE-7) and residue (AWS).
+    #[command(subcommand)]
+    Check(crate::cli_checks::CheckCommand),
 }
 
 /// `group` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger holds
@@ -441,6 +456,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Case(c) => crate::cli_cases::run_case(&cli, c, wait),
         Command::Resume(r) => crate::cli_cases::run_resume(&cli, r, wait),
         Command::Ingest(i) => crate::cli_ingest::run_ingest(&cli, i, wait),
+        Command::Identity(c) => crate::cli_checks::run_identity(&cli, c, wait),
+        Command::Quota(c) => crate::cli_checks::run_quota(&cli, c, wait),
+        Command::Cleanup(c) => crate::cli_checks::run_cleanup(&cli, c, wait),
+        Command::Check(c) => crate::cli_checks::run_check(&cli, c, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)

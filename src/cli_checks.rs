@@ -81,7 +81,9 @@ pub enum QuotaCommand {
     /// The vCPU quota gate (GATE-2): GetServiceQuota(ec2, L-1216C47A) minus
     /// the region's running + pending vCPUs must cover concurrency x
     /// sandbox vCPU + headroom (+ the central host's vCPU while it is still
-    /// to be provisioned). Records quota_checked with every number.
+    /// to be provisioned). Records quota_checked with every number. Refused
+    /// (GATE-1, exit 3, nothing appended) when the live STS identity is not
+    /// the frozen one.
     Check(AwsLineageArgs),
 }
 
@@ -658,6 +660,18 @@ mod with_aws {
         Ok(crate::manifest::redact_arn(forms.last().unwrap_or(&id.arn)))
     }
 
+    /// A failed identity check as an error: a mismatch is refused by GATE-1
+    /// (exit 3, before any quota or EC2 call); a failed call is exit 4.
+    fn identity_error(e: AwsError) -> Error {
+        match e.0.strip_prefix("GATE-1: ") {
+            Some(m) => Error::Refused {
+                rule: "GATE-1",
+                message: m.to_string(),
+            },
+            None => e.into(),
+        }
+    }
+
     /// `identity prove`.
     pub fn run_identity(
         cli: &Cli,
@@ -759,7 +773,12 @@ mod with_aws {
         let private = optional_private(&l, &a.private)?;
         let (session, target) = open_session(&l, private.as_ref())?;
         let m = &l.frozen.manifest.public;
-        let outcome = aws::measure_quota(&session, m);
+        // GATE-1: no quota call under an identity other than the frozen one.
+        let outcome = match queried_identity(&session, &l, private.as_ref()) {
+            Ok(_) => aws::measure_quota(&session, m),
+            Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
+            Err(e) => Err(e),
+        };
         let obs = aws::quota_observation(m, &target.region, &outcome);
         let done = append(cli, wait, vec![Event::QuotaChecked(obs.clone())])?;
         if a.json {
@@ -1039,7 +1058,7 @@ mod with_aws {
         let private = optional_private(&l, &a.private)?;
         let (session, _) = open_session(&l, private.as_ref())?;
         // The calls run as the frozen identity, or not at all.
-        queried_identity(&session, &l, private.as_ref()).map_err(Error::from)?;
+        queried_identity(&session, &l, private.as_ref()).map_err(identity_error)?;
         let mut record = |t: &aws::Termination| -> crate::Result<()> {
             let ledger = Ledger::open(&cli.ledger, wait)?;
             let done = ledger.append(

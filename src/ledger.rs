@@ -532,7 +532,10 @@ impl Batch<'_> {
             }
         }
         let seq = self.head.seq + 1 + self.sealed.len() as u64;
-        let payload_hash = d.idempotency_key.as_ref().map(|_| *blake3::hash(&payload).as_bytes());
+        let payload_hash = d
+            .idempotency_key
+            .as_ref()
+            .map(|_| *blake3::hash(&payload).as_bytes());
         let bytes = encode_draft(&d, payload, seq, self.now_ns)?;
         self.bytes_total += bytes.len();
         check_batch(self.sealed.len() + 1, self.bytes_total)?;
@@ -540,7 +543,14 @@ impl Batch<'_> {
         self.prev = s.hash;
         if let Some(key) = d.idempotency_key {
             self.index.push((key.clone(), seq));
-            self.batch_keys.insert(key, (self.sealed.len(), d.event.kind(), payload_hash.unwrap_or_default()));
+            self.batch_keys.insert(
+                key,
+                (
+                    self.sealed.len(),
+                    d.event.kind(),
+                    payload_hash.unwrap_or_default(),
+                ),
+            );
         }
         let a = Appended {
             seq,

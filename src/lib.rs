@@ -9,9 +9,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod chain;
+pub mod checks;
 pub mod cli;
 pub mod cli_cases;
+pub mod cli_checks;
 pub mod cli_ingest;
 pub mod codec;
 pub mod decide;

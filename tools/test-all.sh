@@ -17,6 +17,9 @@ cargo run --quiet --no-default-features --example crashtest -- drive --kills "${
 echo "== the AWS emulator (moto server with the EC2 vCPU quota) =="
 bash tools/moto/check.sh
 
+echo "== AWS gates against the moto server: STS, quota, exact-tag residue, terminate (feature aws) =="
+bash tools/moto/test-aws.sh
+
 echo "== Harbor 0.25.0 tooling (TrialConfig validation with Harbor's own models) =="
 bash tools/harbor/check.sh
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Runs the AWS tests of benchledger (the `aws::` unit tests, including the
-# `moto_*` ones that are #[ignore]d elsewhere) against a private moto server.
+# Runs the AWS tests of benchledger against a private moto server: the
+# `aws::` unit tests (including the `moto_*` ones, #[ignore]d elsewhere) and
+# the CLI tests named `moto_*` in tests/cli.rs (#[ignore]d likewise).
 #
-#   bash tools/moto/test-aws.sh [extra cargo test filter/args...]
+#   bash tools/moto/test-aws.sh                 # both sets
+#   bash tools/moto/test-aws.sh ARGS...         # cargo test --features aws ARGS... instead
 #
 # Starts its own moto server (tools/moto/start.sh) in a fresh run dir, so it
 # never reuses or stops another server, exports BENCHLEDGER_AWS_ENDPOINT_URL,
-# runs `cargo test --features aws --lib aws:: -- --include-ignored`, and stops
-# the server on exit. CARGO_TARGET_DIR and other cargo variables pass through.
+# and stops the server on exit. CARGO_TARGET_DIR and other cargo variables
+# pass through.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -30,4 +32,9 @@ echo "test-aws: moto at $BENCHLEDGER_AWS_ENDPOINT_URL" >&2
 # Credentials must never come from the ambient environment in these tests.
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
 
-cargo test --features aws --lib "${@:-aws::}" -- --include-ignored
+if [[ $# -gt 0 ]]; then
+  cargo test --features aws "$@"
+else
+  cargo test --features aws --lib aws:: -- --include-ignored
+  cargo test --features aws --test cli moto_ -- --include-ignored
+fi
