@@ -1449,3 +1449,175 @@ mod ingest {
         );
     }
 }
+
+// --- gates the tool observes (loopback only) ----------------------------------
+
+mod checks {
+    use super::Harness;
+    use super::*;
+    use std::io::{Read, Write as _};
+    use std::net::TcpListener;
+
+    /// A one-shot-per-connection HTTP server on 127.0.0.1 answering `status`.
+    fn server(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            // Serve a bounded number of connections, then stop.
+            for stream in listener.incoming().take(4) {
+                let Ok(mut s) = stream else { break };
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\nx-bitrouter-request-id: sentinel-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes());
+            }
+        });
+        (url, handle)
+    }
+
+    fn checks_in_log(h: &Harness) -> Vec<Value> {
+        h.ok(&["log"])
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "check_recorded.v1")
+            .collect()
+    }
+
+    #[test]
+    fn daemon_health_is_recorded_pass_or_fail() {
+        // rule GATE-3
+        let h = super::cases::ready_harness(1);
+        let before = checks_in_log(&h).len();
+        let (url, _srv) = server(200, "{\"ok\":true}");
+        let r = h.run(&[
+            "check",
+            "daemon-health",
+            "--group",
+            "canary-1",
+            "--url",
+            &format!("{url}/health"),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // A closed port: the check ran and does not hold (exit 1), and is still recorded.
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let r = h.run(&[
+            "check",
+            "daemon-health",
+            "--group",
+            "canary-1",
+            "--url",
+            &format!("http://{closed}/health"),
+        ]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let checks = checks_in_log(&h);
+        assert_eq!(checks.len(), before + 2);
+        let last_two: Vec<&str> = checks[before..]
+            .iter()
+            .map(|c| c["payload"]["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(last_two, ["pass", "fail"]);
+        assert_eq!(checks[before]["payload"]["check"], "daemon_health");
+    }
+
+    #[test]
+    fn a_validated_config_is_what_case_start_accepts() {
+        // rule GATE-7
+        let h = super::cases::ready_harness(1);
+        let cfg = h.path("c2.json");
+        h.ok(&[
+            "case",
+            "render-config",
+            "canary-1",
+            "hello-world/c2",
+            "-o",
+            cfg.to_str().unwrap(),
+        ]);
+        let mut edited = std::fs::read(&cfg).unwrap();
+        edited.extend_from_slice(b"\n");
+        let other = h.path("c2-edited.json");
+        std::fs::write(&other, &edited).unwrap();
+        // A failing validator is recorded and exits 1; the config stays unvalidated.
+        let r = h.run(&[
+            "check",
+            "config",
+            "--config",
+            other.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo bad; exit 3",
+        ]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        h.refused(
+            &[
+                "case",
+                "start",
+                "canary-1",
+                "hello-world/c2",
+                "--config",
+                other.to_str().unwrap(),
+            ],
+            3,
+            "GATE-7",
+        );
+        // A passing validator makes exactly those bytes launchable.
+        h.ok(&[
+            "check",
+            "config",
+            "--config",
+            other.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo ok",
+        ]);
+        h.ok(&[
+            "case",
+            "start",
+            "canary-1",
+            "hello-world/c2",
+            "--config",
+            other.to_str().unwrap(),
+        ]);
+    }
+
+    #[test]
+    fn a_429_on_one_exact_target_never_marks_its_siblings() {
+        // rule PLANE-2, rule GATE-3
+        let h = super::cases::ready_harness(1);
+        let (limited, _a) = server(429, "{\"error\":\"rate limited\"}");
+        let (fine, _b) = server(200, "{\"id\":\"chatcmpl-1\",\"choices\":[]}");
+        let r = h.run(&["check", "sentinel", "--route", "strong", "--url", &limited]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        let r = h.run(&["check", "sentinel", "--route", "balanced", "--url", &fine]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let checks = checks_in_log(&h);
+        let last = &checks[checks.len() - 2..];
+        assert_eq!(last[0]["payload"]["target"], "anthropic:claude-sonnet-4-5");
+        assert_eq!(last[0]["payload"]["status"], "fail");
+        assert_eq!(
+            last[1]["payload"]["target"],
+            "ambient:moonshotai/kimi-k2.7-code"
+        );
+        assert_eq!(last[1]["payload"]["status"], "pass");
+        // The canary needs every route: only the limited target blocks it.
+        let r = h.refused(
+            &["case", "start", "canary-1", "hello-world/c1"],
+            3,
+            "GATE-3",
+        );
+        assert!(
+            r.stderr.contains("anthropic:claude-sonnet-4-5"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("kimi"), "{}", r.stderr);
+    }
+}
