@@ -716,12 +716,32 @@ impl Session {
         Ok(v.floor() as u64)
     }
 
-    /// DescribeInstances with these filters, every page (at most
-    /// `DESCRIBE_PAGES_MAX`).
-    pub fn instances(&self, filters: &[Filter]) -> Result<Vec<LiveInstance>, AwsError> {
+    /// Every page of a paginated Describe call, at most `DESCRIBE_PAGES_MAX`:
+    /// `page` fetches one page from a token and returns its items and the
+    /// next token. A longer answer is refused, never truncated.
+    fn all_pages<T>(
+        op: &str,
+        mut page: impl FnMut(Option<String>) -> Result<(Vec<T>, Option<String>), AwsError>,
+    ) -> Result<Vec<T>, AwsError> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         for _ in 0..DESCRIBE_PAGES_MAX {
+            let (items, next) = page(token.take())?;
+            out.extend(items);
+            match next.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => return Ok(out),
+            }
+        }
+        Err(AwsError(format!(
+            "{op}: more than {DESCRIBE_PAGES_MAX} pages; refusing a truncated answer"
+        )))
+    }
+
+    /// DescribeInstances with these filters, every page.
+    pub fn instances(&self, filters: &[Filter]) -> Result<Vec<LiveInstance>, AwsError> {
+        const OP: &str = "ec2 DescribeInstances";
+        Self::all_pages(OP, |token| {
             let page = self
                 .rt
                 .block_on(
@@ -729,15 +749,17 @@ impl Session {
                         .describe_instances()
                         .set_filters(Some(filters.to_vec()))
                         .max_results(INSTANCES_PER_PAGE)
-                        .set_next_token(token.take())
+                        .set_next_token(token)
                         .send(),
                 )
-                .map_err(|e| AwsError::of("ec2 DescribeInstances", e))?;
-            for r in page.reservations() {
-                for i in r.instances() {
-                    let Some(id) = i.instance_id() else { continue };
-                    out.push(LiveInstance {
-                        id: id.to_string(),
+                .map_err(|e| AwsError::of(OP, e))?;
+            let items = page
+                .reservations()
+                .iter()
+                .flat_map(|r| r.instances())
+                .filter_map(|i| {
+                    Some(LiveInstance {
+                        id: i.instance_id()?.to_string(),
                         instance_type: i
                             .instance_type()
                             .map(|t| t.as_str().to_string())
@@ -752,24 +774,17 @@ impl Session {
                             .iter()
                             .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
                             .collect(),
-                    });
-                }
-            }
-            match page.next_token().filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t.to_string()),
-                None => return Ok(out),
-            }
-        }
-        Err(AwsError(format!(
-            "ec2 DescribeInstances: more than {DESCRIBE_PAGES_MAX} pages; refusing a truncated answer"
-        )))
+                    })
+                })
+                .collect();
+            Ok((items, page.next_token().map(str::to_string)))
+        })
     }
 
     /// DescribeVolumes with these filters: (id, state, attached instance ids).
     pub fn volumes(&self, filters: &[Filter]) -> Result<Vec<Attachable>, AwsError> {
-        let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        for _ in 0..DESCRIBE_PAGES_MAX {
+        const OP: &str = "ec2 DescribeVolumes";
+        Self::all_pages(OP, |token| {
             let page = self
                 .rt
                 .block_on(
@@ -777,40 +792,36 @@ impl Session {
                         .describe_volumes()
                         .set_filters(Some(filters.to_vec()))
                         .max_results(VOLUMES_PER_PAGE)
-                        .set_next_token(token.take())
+                        .set_next_token(token)
                         .send(),
                 )
-                .map_err(|e| AwsError::of("ec2 DescribeVolumes", e))?;
-            for v in page.volumes() {
-                let Some(id) = v.volume_id() else { continue };
-                out.push(Attachable {
-                    id: id.to_string(),
-                    state: v
-                        .state()
-                        .map(|s| s.as_str().to_string())
-                        .unwrap_or_default(),
-                    attached_to: v
-                        .attachments()
-                        .iter()
-                        .filter_map(|a| a.instance_id().map(str::to_string))
-                        .collect(),
-                });
-            }
-            match page.next_token().filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t.to_string()),
-                None => return Ok(out),
-            }
-        }
-        Err(AwsError(format!(
-            "ec2 DescribeVolumes: more than {DESCRIBE_PAGES_MAX} pages; refusing a truncated answer"
-        )))
+                .map_err(|e| AwsError::of(OP, e))?;
+            let items = page
+                .volumes()
+                .iter()
+                .filter_map(|v| {
+                    Some(Attachable {
+                        id: v.volume_id()?.to_string(),
+                        state: v
+                            .state()
+                            .map(|s| s.as_str().to_string())
+                            .unwrap_or_default(),
+                        attached_to: v
+                            .attachments()
+                            .iter()
+                            .filter_map(|a| a.instance_id().map(str::to_string))
+                            .collect(),
+                    })
+                })
+                .collect();
+            Ok((items, page.next_token().map(str::to_string)))
+        })
     }
 
     /// DescribeNetworkInterfaces with these filters.
     pub fn network_interfaces(&self, filters: &[Filter]) -> Result<Vec<Attachable>, AwsError> {
-        let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        for _ in 0..DESCRIBE_PAGES_MAX {
+        const OP: &str = "ec2 DescribeNetworkInterfaces";
+        Self::all_pages(OP, |token| {
             let page = self
                 .rt
                 .block_on(
@@ -818,36 +829,31 @@ impl Session {
                         .describe_network_interfaces()
                         .set_filters(Some(filters.to_vec()))
                         .max_results(VOLUMES_PER_PAGE)
-                        .set_next_token(token.take())
+                        .set_next_token(token)
                         .send(),
                 )
-                .map_err(|e| AwsError::of("ec2 DescribeNetworkInterfaces", e))?;
-            for n in page.network_interfaces() {
-                let Some(id) = n.network_interface_id() else {
-                    continue;
-                };
-                out.push(Attachable {
-                    id: id.to_string(),
-                    state: n
-                        .status()
-                        .map(|s| s.as_str().to_string())
-                        .unwrap_or_default(),
-                    attached_to: n
-                        .attachment()
-                        .and_then(|a| a.instance_id())
-                        .map(str::to_string)
-                        .into_iter()
-                        .collect(),
-                });
-            }
-            match page.next_token().filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t.to_string()),
-                None => return Ok(out),
-            }
-        }
-        Err(AwsError(format!(
-            "ec2 DescribeNetworkInterfaces: more than {DESCRIBE_PAGES_MAX} pages; refusing a truncated answer"
-        )))
+                .map_err(|e| AwsError::of(OP, e))?;
+            let items = page
+                .network_interfaces()
+                .iter()
+                .filter_map(|n| {
+                    Some(Attachable {
+                        id: n.network_interface_id()?.to_string(),
+                        state: n
+                            .status()
+                            .map(|s| s.as_str().to_string())
+                            .unwrap_or_default(),
+                        attached_to: n
+                            .attachment()
+                            .and_then(|a| a.instance_id())
+                            .map(str::to_string)
+                            .into_iter()
+                            .collect(),
+                    })
+                })
+                .collect();
+            Ok((items, page.next_token().map(str::to_string)))
+        })
     }
 
     /// vCPUs of each instance type (DescribeInstanceTypes `DefaultVCpus`).
