@@ -16,7 +16,7 @@ use crate::decide::{CaseStart, GroupOpen};
 use crate::error::Error;
 use crate::events::{ArtifactRecorded, CaseProcessExited, CaseRef, Event, GroupRef};
 use crate::ledger::{Draft, Ledger};
-use crate::projections::{replay, CaseStatus, LineageState, State};
+use crate::projections::{replay, LineageState, State};
 use crate::timefmt::now_utc_ns;
 
 /// Splits `LINEAGE/GROUP` or `GROUP`.
@@ -365,69 +365,20 @@ fn harbor_trial_dirs(dir: &Path) -> anyhow::Result<std::collections::BTreeSet<St
 /// `resume`: which identities may launch (CASE-4).
 pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (lineage, group) = parse_group(&a.group);
-    let ledger = Ledger::open(&cli.ledger, wait)?;
-    let state: State = replay(&ledger)?;
-    drop(ledger);
-    let l = state.lineage(lineage.as_deref())?;
-    let m = &l.frozen.manifest.public;
-    if !m.groups.iter().any(|g| g.name == group) {
-        return Err(Error::input(format!(
-            "group {group:?} is not in lineage {:?}",
-            l.frozen.lineage
-        ))
-        .into());
-    }
     let on_disk = match &a.harbor_jobs {
         Some(d) => harbor_trial_dirs(d)?,
         None => Default::default(),
     };
-    let identities: Vec<CaseRef> = if crate::manifest::is_non_evaluation(&group) {
-        m.cases
-            .canaries
-            .iter()
-            .filter(|k| k.group == group)
-            .map(|k| CaseRef {
-                task: k.task.clone(),
-                trial: k.trial.clone(),
-                replacement: 0,
-            })
-            .collect()
-    } else {
-        m.cases
-            .tasks
-            .iter()
-            .flat_map(|t| {
-                m.cases.trials.iter().map(move |tr| CaseRef {
-                    task: t.name.clone(),
-                    trial: tr.clone(),
-                    replacement: 0,
-                })
-            })
-            .collect()
-    };
-    let accepted = &m.harbor.accepted_exceptions;
-    let g = l.groups.get(&group);
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state: State = replay(&ledger)?;
+    drop(ledger);
+    let rows = crate::decide::resume(&state, lineage.as_deref(), &group, &on_disk)?;
     let mut launchable = Vec::new();
     let mut blocked = Vec::new();
-    for c in identities {
-        let cs = g.and_then(|g| g.cases.get(&c));
-        let status = cs.map_or(CaseStatus::NotStarted, |cs| cs.status(accepted));
-        let name = crate::trial_config::trial_name(&c.task, &group, &c);
-        let reason = match status {
-            CaseStatus::NotStarted if on_disk.contains(&name) => Some(format!(
-                "a Harbor trial directory {name} exists: a missing result never means not started"
-            )),
-            CaseStatus::NotStarted => None,
-            other => Some(format!(
-                "{} at seq {}",
-                serde_json::to_value(other)?.as_str().unwrap_or(""),
-                cs.and_then(|c| c.started.as_ref())
-                    .map_or(0, |(at, _)| at.seq)
-            )),
-        };
-        match reason {
-            None => launchable.push(show_case(&c)),
-            Some(r) => blocked.push(json!({ "case": show_case(&c), "reason": r })),
+    for row in rows {
+        match row.blocked {
+            None => launchable.push(show_case(&row.case)),
+            Some(r) => blocked.push(json!({ "case": show_case(&row.case), "reason": r })),
         }
     }
     if a.json {

@@ -382,15 +382,81 @@ fn required_gates<'a>(
 }
 
 /// Whether a case identity belongs to a group's frozen manifest (CASE-8).
-fn in_manifest(l: &LineageState, group: &str, case: &CaseRef) -> bool {
+/// The original case identities a group's frozen manifest declares, in
+/// manifest order: its canary identities for a non-evaluation group, every
+/// task x trial otherwise (CASE-8).
+pub fn group_identities(l: &LineageState, group: &str) -> Vec<CaseRef> {
     let c = &l.frozen.manifest.public.cases;
+    let case = |task: &str, trial: &str| CaseRef {
+        task: task.to_string(),
+        trial: trial.to_string(),
+        replacement: 0,
+    };
     if is_non_evaluation(group) {
         c.canaries
             .iter()
-            .any(|k| k.group == group && k.task == case.task && k.trial == case.trial)
+            .filter(|k| k.group == group)
+            .map(|k| case(&k.task, &k.trial))
+            .collect()
     } else {
-        c.tasks.iter().any(|t| t.name == case.task) && c.trials.contains(&case.trial)
+        c.tasks
+            .iter()
+            .flat_map(|t| c.trials.iter().map(move |tr| case(&t.name, tr)))
+            .collect()
     }
+}
+
+/// Whether a case identity (any replacement) belongs to a group's frozen
+/// manifest (CASE-8).
+fn in_manifest(l: &LineageState, group: &str, case: &CaseRef) -> bool {
+    let original = CaseRef {
+        replacement: 0,
+        ..case.clone()
+    };
+    group_identities(l, group).contains(&original)
+}
+
+/// One identity as `resume` sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeRow {
+    /// The case identity.
+    pub case: CaseRef,
+    /// Why it may not launch; `None` when it may.
+    pub blocked: Option<String>,
+}
+
+/// `resume` (CASE-4): an identity may launch only when it is `not_started`
+/// in the ledger AND has no Harbor trial directory (`harbor_trial_dirs`,
+/// gathered by the caller): a missing result never means "not started".
+pub fn resume(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    harbor_trial_dirs: &std::collections::BTreeSet<String>,
+) -> Result<Vec<ResumeRow>> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    let g = l.groups.get(group);
+    Ok(group_identities(l, group)
+        .into_iter()
+        .map(|case| {
+            let cs = g.and_then(|g| g.cases.get(&case));
+            let name = crate::trial_config::trial_name(&case.task, group, &case);
+            let blocked = match cs.map_or(CaseStatus::NotStarted, |c| c.status(accepted)) {
+                CaseStatus::NotStarted if harbor_trial_dirs.contains(&name) => Some(format!(
+                    "a Harbor trial directory {name} exists: a missing result never means not started"
+                )),
+                CaseStatus::NotStarted => None,
+                other => {
+                    let seq = cs.and_then(|c| c.started.as_ref()).map_or(0, |(at, _)| at.seq);
+                    let status = serde_json::to_value(other).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                    Some(format!("{status} at seq {seq}"))
+                }
+            };
+            ResumeRow { case, blocked }
+        })
+        .collect())
 }
 
 /// The security-policy skip's precondition for `replacement-01` (CASE-6):

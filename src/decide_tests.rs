@@ -846,4 +846,37 @@ mod lifecycle {
             CaseStatus::Started
         );
     }
+
+    #[test]
+    fn resume_lists_only_not_started_identities_without_a_harbor_directory() {
+        // rule CASE-4, rule CASE-2
+        let mut e = control_ready();
+        e.push(started("control", case("fix-git", "t1", 0)));
+        e.push(result(
+            "control",
+            case("regex-log", "t1", 0),
+            Some("1.0"),
+            None,
+        )); // a result never started through the ledger
+        let dirs: std::collections::BTreeSet<String> = ["crack-7z-hash__control-t1".to_string()]
+            .into_iter()
+            .collect();
+        let rows = resume(&given(&e), None, "control", &dirs).unwrap();
+        assert_eq!(rows.len(), 13, "every frozen identity of control is listed");
+        let blocked: Vec<(&str, &str)> = rows
+            .iter()
+            .filter_map(|r| r.blocked.as_deref().map(|b| (r.case.task.as_str(), b)))
+            .collect();
+        assert_eq!(blocked.len(), 2, "{blocked:?}");
+        assert!(blocked
+            .iter()
+            .any(|(t, b)| *t == "fix-git" && b.starts_with("started at seq")));
+        assert!(blocked
+            .iter()
+            .any(|(t, b)| *t == "crack-7z-hash" && b.contains("Harbor trial directory")));
+        assert_eq!(
+            rule(resume(&given(&e), None, "r9", &dirs).map(|_| vec![])),
+            "LINEAGE-1"
+        );
+    }
 }
