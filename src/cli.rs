@@ -120,6 +120,24 @@ pub enum Command {
     /// config validation (GATE-3, GATE-4, GATE-7) and residue (AWS).
     #[command(subcommand)]
     Check(crate::cli_checks::CheckCommand),
+    /// The verdict table of a group as the log gives it now: every gate row
+    /// with its evidence and the status (VERDICT-1). Exit 1 unless accepted.
+    Gate(crate::cli_verdicts::GateArgs),
+    /// Every projection (lineages, verdicts, settlement, joins, cleanup,
+    /// control catalog) as of any seq.
+    Replay(crate::cli_verdicts::ReplayArgs),
+    /// Re-derive every sealed verdict from the log and compare it with the
+    /// attested one; exit 1 on any difference, naming group and row.
+    Audit(JsonFlag),
+    /// Record reward feedback after an accepted r1/r2 (LINEAGE-3).
+    #[command(subcommand)]
+    Feedback(crate::cli_verdicts::FeedbackCommand),
+    /// The control catalog and control reuse (LINEAGE-6, LINEAGE-9).
+    #[command(subcommand)]
+    Control(crate::cli_verdicts::ControlCommand),
+    /// Show or stop a lineage (LINEAGE-1..5, VERDICT-3).
+    #[command(subcommand)]
+    Lineage(crate::cli_verdicts::LineageCommand),
 }
 
 /// `group` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger holds
@@ -132,6 +150,11 @@ pub enum GroupCommand {
     Open(GroupOpenArgs),
     /// End launches for an open group (CASE-9).
     Close(GroupArg),
+    /// Attest the group's verdict, final from then on (VERDICT-4): refused
+    /// while a case is not terminal, before a cleanup audit after the close,
+    /// or while requests are pending inside the settlement grace (CASE-9,
+    /// SETTLE-8).
+    Seal(GroupArg),
 }
 
 /// Arguments of `group open`.
@@ -179,6 +202,12 @@ pub enum CaseCommand {
     /// named, nothing appended) unless every rule holds; then, after
     /// `case_started` is durable, run CMD and record how it exited.
     Start(CaseStartArgs),
+    /// Record sanitized HTTP 403 evidence of a started case in one of the
+    /// two security-policy skip classes (CASE-6).
+    Refusal(crate::cli_verdicts::RefusalArgs),
+    /// Make a started case without a TrialResult terminal_invalid on cited
+    /// Harbor or process evidence (CASE-3, CASE-8); it is never relaunched.
+    Invalidate(crate::cli_verdicts::InvalidateArgs),
 }
 
 /// Arguments of `case render-config`.
@@ -460,6 +489,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Quota(c) => crate::cli_checks::run_quota(&cli, c, wait),
         Command::Cleanup(c) => crate::cli_checks::run_cleanup(&cli, c, wait),
         Command::Check(c) => crate::cli_checks::run_check(&cli, c, wait),
+        Command::Gate(a) => crate::cli_verdicts::run_gate(&cli, a, wait),
+        Command::Replay(a) => crate::cli_verdicts::run_replay(&cli, a, wait),
+        Command::Audit(a) => crate::cli_verdicts::run_audit(&cli, a.json, wait),
+        Command::Feedback(c) => crate::cli_verdicts::run_feedback(&cli, c, wait),
+        Command::Control(c) => crate::cli_verdicts::run_control(&cli, c, wait),
+        Command::Lineage(c) => crate::cli_verdicts::run_lineage(&cli, c, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)

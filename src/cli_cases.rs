@@ -75,6 +75,9 @@ fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
 
 /// `group open | close`.
 pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    if let GroupCommand::Seal(a) = cmd {
+        return crate::cli_verdicts::run_seal(cli, &a.group, a.json, wait);
+    }
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let (done, json_out, what) = match cmd {
         GroupCommand::Open(a) => {
@@ -106,6 +109,7 @@ pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Resul
                 "closed",
             )
         }
+        GroupCommand::Seal(_) => unreachable!("handled above"),
     };
     if json_out {
         print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
@@ -162,6 +166,8 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
             Ok(ExitCode::SUCCESS)
         }
         CaseCommand::Start(a) => start(cli, a, wait),
+        CaseCommand::Refusal(a) => crate::cli_verdicts::run_refusal(cli, a, wait),
+        CaseCommand::Invalidate(a) => crate::cli_verdicts::run_invalidate(cli, a, wait),
     }
 }
 

@@ -137,10 +137,13 @@ fn manifest_group<'a>(l: &'a LineageState, group: &str) -> Result<&'a crate::man
 
 /// LINEAGE-2: every group listed before `group` is sealed; the previous
 /// evaluation round is accepted, and for r2/r3 its feedback is recorded.
-fn earlier_groups_done(l: &LineageState, group: &str) -> Result<()> {
+pub(crate) fn earlier_groups_done(l: &LineageState, group: &str) -> Result<()> {
     let names = l.frozen.manifest.public.group_names();
     let pos = names.iter().position(|n| *n == group).unwrap_or(0);
     for earlier in &names[..pos] {
+        if *earlier == "control" && l.control_reused.is_some() {
+            continue; // an accepted control with an equal key (LINEAGE-6)
+        }
         let g = l.groups.get(*earlier);
         if !g.is_some_and(|g| g.sealed.is_some()) {
             return Err(refuse(
@@ -193,6 +196,15 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
     let l = state.lineage(cmd.lineage.as_deref())?;
     not_stopped(l)?;
     let g = manifest_group(l, &cmd.group)?;
+    if let (Some((at, r)), "control") = (&l.control_reused, cmd.group.as_str()) {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!(
+                "lineage {:?} reuses control {}/{} (seq {}); control is never rerun",
+                l.frozen.lineage, r.control.lineage, r.control.group, at.seq
+            ),
+        ));
+    }
     if let Some((at, _)) = l.groups.get(&cmd.group).and_then(|g| g.opened.as_ref()) {
         return Err(refuse(
             "FREEZE-4",
@@ -665,6 +677,404 @@ pub fn trial_result_case(state: &State, group: &GroupRef, case: &CaseRef) -> Res
         ));
     }
     Ok(())
+}
+
+fn started_case<'a>(
+    state: &'a State,
+    group: &GroupRef,
+    case: &CaseRef,
+) -> Result<(&'a LineageState, &'a crate::projections::CaseState)> {
+    let l = state.lineage(Some(&group.lineage))?;
+    let c = l
+        .groups
+        .get(&group.group)
+        .and_then(|g| g.cases.get(case))
+        .filter(|c| c.started.is_some())
+        .ok_or_else(|| {
+            refuse(
+                "CASE-8",
+                format!(
+                    "{} of group {:?} was never started; evidence binds only to started cases",
+                    case_label(case),
+                    group.group
+                ),
+            )
+        })?;
+    Ok((l, c))
+}
+
+fn case_label(c: &CaseRef) -> String {
+    if c.replacement == 0 {
+        format!("{}/{}", c.task, c.trial)
+    } else {
+        format!("{}/{}/replacement-{:02}", c.task, c.trial, c.replacement)
+    }
+}
+
+/// `case refusal`: sanitized HTTP 403 evidence for a started case, in one of
+/// the two skip classes (CASE-6). Other statuses are never skip evidence:
+/// a 401/403 outside the classes stops the group (CASE-5), and 429, 5xx or a
+/// timeout never qualify.
+pub fn security_refusal(
+    state: &State,
+    group: &GroupRef,
+    case: &CaseRef,
+    class: RefusalClass,
+    http_status: u16,
+    request_id: Option<String>,
+    evidence_blake3: String,
+) -> Result<Vec<Event>> {
+    evidence_group(state, Some(&group.lineage), &group.group)?;
+    started_case(state, group, case)?;
+    if http_status != 403 {
+        return Err(refuse(
+            "CASE-6",
+            format!("only HTTP 403 evidence can support a security-policy skip; got {http_status}"),
+        ));
+    }
+    Ok(vec![Event::SecurityRefusalRecorded(
+        crate::events::SecurityRefusalRecorded {
+            group: group.clone(),
+            case: case.clone(),
+            class,
+            http_status,
+            request_id,
+            evidence_blake3,
+        },
+    )])
+}
+
+/// `case invalidate`: a started case without a TrialResult becomes
+/// `terminal_invalid` on cited evidence (CASE-3, CASE-8); it stays consumed
+/// and is never relaunched (CASE-2).
+pub fn case_invalidate(
+    state: &State,
+    group: &GroupRef,
+    case: &CaseRef,
+    reason: crate::events::InvalidReason,
+    evidence_path: String,
+    evidence_blake3: String,
+) -> Result<Vec<Event>> {
+    evidence_group(state, Some(&group.lineage), &group.group)?;
+    let (_, c) = started_case(state, group, case)?;
+    if let Some((at, _)) = &c.result {
+        return Err(refuse(
+            "CASE-3",
+            format!(
+                "{} has a TrialResult at seq {}; its state follows from that result",
+                case_label(case),
+                at.seq
+            ),
+        ));
+    }
+    if let Some((at, _)) = &c.invalidated {
+        return Err(refuse(
+            "CASE-1",
+            format!(
+                "{} was made terminal_invalid at seq {}",
+                case_label(case),
+                at.seq
+            ),
+        ));
+    }
+    Ok(vec![Event::CaseInvalidated(
+        crate::events::CaseInvalidated {
+            group: group.clone(),
+            case: case.clone(),
+            reason,
+            evidence_path,
+            evidence_blake3,
+        },
+    )])
+}
+
+/// `group seal`: attests the group's verdict, final from then on
+/// (VERDICT-4). Refused unless the group was opened and closed, every
+/// started case is terminal, a cleanup audit follows the close, and no
+/// request is pending while the settlement grace runs (CASE-9, SETTLE-8).
+/// A sealed accepted control enters the control catalog (LINEAGE-6); a
+/// rejected evaluation group stops the lineage (LINEAGE-5, VERDICT-3).
+/// `state` must come from a scanning replay (the secrets row).
+pub fn seal(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    now_utc_ns: u64,
+) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    let gref = evidence_group(state, Some(&l.frozen.lineage), group)?;
+    let m = &l.frozen.manifest.public;
+    let g = l.groups.get(group);
+    let Some(g) = g.filter(|g| g.opened.is_some()) else {
+        return Err(refuse(
+            "CASE-9",
+            format!("group {group:?} was never opened"),
+        ));
+    };
+    let Some(closed) = g.closed else {
+        return Err(refuse(
+            "CASE-9",
+            format!("group {group:?} is not closed: close it (`group close`) before the verdict"),
+        ));
+    };
+    let running: Vec<String> = g
+        .cases
+        .iter()
+        .filter(|(_, c)| c.status(&m.harbor.accepted_exceptions) == CaseStatus::Started)
+        .map(|(k, _)| case_label(k))
+        .collect();
+    if !running.is_empty() {
+        return Err(refuse(
+            "CASE-9",
+            format!(
+                "every started case must be terminal before the verdict; still started: {}",
+                crate::verdict::name_some(&running)
+            ),
+        ));
+    }
+    if !g
+        .cleanup
+        .as_ref()
+        .is_some_and(|(at, _)| at.seq > closed.seq)
+    {
+        return Err(refuse(
+            "CASE-9",
+            format!("group {group:?} has no cleanup audit after it closed (run `cleanup audit`)"),
+        ));
+    }
+    let grace_ns = m.limits.settlement_grace_sec.saturating_mul(1_000_000_000);
+    let in_grace = now_utc_ns < closed.utc_ns.saturating_add(grace_ns);
+    let settlement = crate::verdict::settlement(m, g);
+    let pending: Vec<&str> = settlement
+        .requests
+        .iter()
+        .filter(|r| r.state == crate::verdict::SettlementState::Pending)
+        .map(|r| r.request_id.as_str())
+        .collect();
+    if in_grace && !pending.is_empty() {
+        return Err(refuse(
+            "SETTLE-8",
+            format!(
+                "{} requests are pending and the settlement grace of {} s after the close (seq {}) has not elapsed: {}",
+                pending.len(),
+                m.limits.settlement_grace_sec,
+                closed.seq,
+                crate::verdict::name_some(&pending)
+            ),
+        ));
+    }
+    let v = crate::verdict::group_verdict(state, l, group);
+    let mut out = vec![Event::GroupSealed(crate::events::GroupSealed {
+        group: gref.clone(),
+        status: v.status.clone(),
+        rows: v.rows.clone(),
+        skipped_security_policy: v.skipped_cases(),
+        projection_version: v.projection_version,
+    })];
+    if group == "control" && v.status == crate::verdict::ACCEPTED {
+        out.push(Event::ControlRegistered(crate::events::ControlRegistered {
+            group: gref.clone(),
+            control_key: l.frozen.control_key.clone(),
+            artifact_blake3: crate::verdict::control_artifact_blake3(l, group),
+        }));
+    }
+    if v.status != crate::verdict::ACCEPTED && !is_non_evaluation(group) && l.stopped.is_none() {
+        let failing: Vec<&str> = v.failing().iter().map(|r| r.gate.as_str()).collect();
+        out.push(Event::LineageStopped(crate::events::LineageStopped {
+            lineage: l.frozen.lineage.clone(),
+            rule: "LINEAGE-5".into(),
+            reason: format!(
+                "{group} sealed {}: failing rows {}",
+                v.status,
+                failing.join(", ")
+            ),
+            evidence_seq: None,
+        }));
+    }
+    Ok(out)
+}
+
+/// Whether `h` is 64 lowercase hex digits (an optional `sha256:` or
+/// `blake3:` prefix allowed).
+fn is_digest(h: &str) -> bool {
+    let h = h
+        .strip_prefix("sha256:")
+        .or_else(|| h.strip_prefix("blake3:"))
+        .unwrap_or(h);
+    h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `feedback record`: reward feedback applied once after an accepted r1 or
+/// r2 of a policy lineage, with the policy snapshots before and after
+/// (LINEAGE-3, VERDICT-2).
+pub fn feedback(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    before: &str,
+    after: &str,
+) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    for (flag, h) in [("--before", before), ("--after", after)] {
+        if !is_digest(h) {
+            return Err(Error::input(format!(
+                "{flag} must be a policy snapshot digest: 64 lowercase hex digits (optionally sha256: or blake3:), got {h:?}"
+            )));
+        }
+    }
+    if l.frozen.manifest.public.run.role == crate::manifest::RunRole::HeldOut {
+        return Err(refuse(
+            "LINEAGE-7",
+            format!(
+                "lineage {:?} is a held-out run: its policy is frozen and no held-out reward is applied",
+                l.frozen.lineage
+            ),
+        ));
+    }
+    if group != "r1" && group != "r2" {
+        return Err(refuse(
+            "LINEAGE-3",
+            format!("feedback is allowed only after accepted r1 and r2, never from {group:?}"),
+        ));
+    }
+    let g = l.groups.get(group);
+    match g.and_then(|g| g.sealed.as_ref()) {
+        None => {
+            return Err(refuse(
+                "LINEAGE-3",
+                format!("{group} is not sealed; feedback comes only from an accepted verdict"),
+            ))
+        }
+        Some((at, s)) if s.status != crate::verdict::ACCEPTED => {
+            return Err(refuse(
+                "VERDICT-2",
+                format!(
+                    "{group} was sealed {} at seq {}; a rejected group never drives feedback",
+                    s.status, at.seq
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    if let Some((at, _)) = g.and_then(|g| g.feedback.as_ref()) {
+        return Err(refuse(
+            "LINEAGE-3",
+            format!(
+                "feedback from {group} was recorded at seq {}; it is applied once",
+                at.seq
+            ),
+        ));
+    }
+    Ok(vec![Event::FeedbackApplied(
+        crate::events::FeedbackApplied {
+            group: GroupRef {
+                lineage: l.frozen.lineage.clone(),
+                group: group.to_string(),
+            },
+            policy_snapshot_before: before.to_string(),
+            policy_snapshot_after: after.to_string(),
+        },
+    )])
+}
+
+/// `control reuse`: lineage `lineage` compares against an accepted control
+/// of another lineage instead of launching one, only when the control keys
+/// are equal and the control's artifact checksum re-derives from the log
+/// (LINEAGE-6, LINEAGE-9, FREEZE-6).
+pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result<Vec<Event>> {
+    let l = state.lineage(Some(lineage))?;
+    not_stopped(l)?;
+    if !l.frozen.manifest.public.group_names().contains(&"control") {
+        return Err(refuse(
+            "LINEAGE-1",
+            format!("lineage {lineage:?} targets no control group"),
+        ));
+    }
+    if let Some((at, r)) = &l.control_reused {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!(
+                "lineage {lineage:?} already reuses {}/{} (seq {})",
+                r.control.lineage, r.control.group, at.seq
+            ),
+        ));
+    }
+    if let Some((at, _)) = l.groups.get("control").and_then(|g| g.opened.as_ref()) {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!("lineage {lineage:?} opened its own control at seq {}; control is never mixed or rerun", at.seq),
+        ));
+    }
+    if control.group != "control" || control.lineage == lineage {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!(
+                "{}/{} is not another lineage's control group",
+                control.lineage, control.group
+            ),
+        ));
+    }
+    let source = state.lineage(Some(&control.lineage))?;
+    let registered = state
+        .controls
+        .get(&source.frozen.control_key)
+        .and_then(|v| v.iter().find(|(_, r)| r.group == *control));
+    let Some((reg_at, reg)) = registered else {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!(
+                "{}/control is not an accepted control in the catalog",
+                control.lineage
+            ),
+        ));
+    };
+    if source.frozen.control_key != l.frozen.control_key {
+        return Err(refuse(
+            "LINEAGE-6",
+            format!(
+                "control key {} of {} differs from {} of {lineage:?}: reuse needs the exact key",
+                source.frozen.control_key, control.lineage, l.frozen.control_key
+            ),
+        ));
+    }
+    let artifact = crate::verdict::control_artifact_blake3(source, "control");
+    if artifact != reg.artifact_blake3 {
+        return Err(refuse(
+            "LINEAGE-9",
+            format!(
+                "the control artifact re-derived from the log is {artifact}, not the {} registered at seq {}",
+                reg.artifact_blake3, reg_at.seq
+            ),
+        ));
+    }
+    Ok(vec![Event::ControlReused(crate::events::ControlReused {
+        lineage: lineage.to_string(),
+        control: control.clone(),
+        control_key: reg.control_key.clone(),
+        artifact_blake3: artifact,
+    })])
+}
+
+/// `lineage stop`: an operator's hard stop (VERDICT-3); evidence is kept and
+/// cleanup still runs.
+pub fn lineage_stop(state: &State, lineage: Option<&str>, reason: &str) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    not_stopped(l)?;
+    let reason = reason.trim();
+    if reason.is_empty() || reason.len() > crate::limits::NOTE_TEXT_BYTES_MAX {
+        return Err(Error::input(format!(
+            "--reason must be 1 to {} bytes",
+            crate::limits::NOTE_TEXT_BYTES_MAX
+        )));
+    }
+    Ok(vec![Event::LineageStopped(crate::events::LineageStopped {
+        lineage: l.frozen.lineage.clone(),
+        rule: "VERDICT-3".into(),
+        reason: reason.to_string(),
+        evidence_seq: None,
+    })])
 }
 
 #[cfg(test)]

@@ -160,6 +160,10 @@ vocabulary! {
     PriceSnapshotRecorded(PriceSnapshotRecorded) = "price_snapshot_recorded.v1",
     /// A hard stop of a lineage (VERDICT-3, LINEAGE-5).
     LineageStopped(LineageStopped) = "lineage_stopped.v1",
+    /// A started case ended without a valid TrialResult, on Harbor or process
+    /// evidence other than a result file (CASE-3, CASE-8): e.g. the
+    /// controller crashed and Harbor left a trial directory without a result.
+    CaseInvalidated(CaseInvalidated) = "case_invalidated.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -957,6 +961,39 @@ pub struct LineageStopped {
     pub reason: String,
     /// The seq of the evidence, if one.
     pub evidence_seq: Option<u64>,
+}
+
+/// Why a started case ended `terminal_invalid` without a valid TrialResult
+/// (CASE-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidReason {
+    /// The sandbox environment disconnected.
+    EnvironmentDisconnect,
+    /// The verifier never produced a result.
+    MissingVerifierResult,
+    /// Harbor's output is corrupt or incomplete.
+    CorruptOutput,
+    /// The agent raised a generic exception.
+    AgentException,
+    /// The controller crashed after `started`; Harbor left no result.
+    ControllerCrash,
+}
+
+/// A started case made terminal-invalid on cited evidence (CASE-3, CASE-8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseInvalidated {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The typed reason.
+    pub reason: InvalidReason,
+    /// Where the evidence file was (a Harbor trial directory listing, the
+    /// process log): a lost session or an exit code alone is not evidence.
+    pub evidence_path: String,
+    /// BLAKE3 of the evidence file's bytes, hex.
+    pub evidence_blake3: String,
 }
 
 #[cfg(test)]

@@ -774,12 +774,19 @@ pub fn lineage_key(m: &ManifestFile) -> String {
 /// region, network). It leaves out the policy software, so many policy
 /// revisions reuse one control.
 pub fn control_key(m: &ManifestFile) -> String {
+    // The Harbor/Terminus config without its run-scoped jobs directory:
+    // FREEZE-4 makes that path new per lineage, so keeping it would make
+    // every control key unique and reuse (LINEAGE-6) impossible.
+    let harbor = Harbor {
+        jobs_dir: String::new(),
+        ..m.harbor.clone()
+    };
     derive(
         "benchledger v1 control key",
         &(
             &m.benchmark,
             (&m.cases.trials, &m.cases.tasks),
-            &m.harbor,
+            &harbor,
             &m.software.harbor_version,
             &m.software.terminus_version,
             m.route(Tier::Strong),

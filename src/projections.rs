@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::events::{
-    CaseRef, CaseStarted, CheckKind, Event, FeedbackApplied, GroupOpened, GroupSealed,
-    LineageStopped, ManifestFrozen, SecurityRefusalRecorded, SignOffRole, Status,
-    TrialResultRecorded,
+    CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
+    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupSealed,
+    LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
+    SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
 };
 use crate::ledger::Ledger;
 
@@ -63,8 +64,12 @@ pub struct CaseState {
     pub exited: Option<At>,
     /// Its Harbor TrialResult, if ingested.
     pub result: Option<(At, TrialResultRecorded)>,
+    /// Seqs of every TrialResult of this identity (exactly one is the rule).
+    pub result_seqs: Vec<u64>,
     /// Its sanitized 403 evidence (CASE-6).
     pub refusals: Vec<(At, SecurityRefusalRecorded)>,
+    /// Made terminal-invalid on non-result evidence (CASE-3, CASE-8).
+    pub invalidated: Option<(At, CaseInvalidated)>,
 }
 
 impl CaseState {
@@ -74,6 +79,7 @@ impl CaseState {
             return CaseStatus::NotStarted;
         }
         match &self.result {
+            None if self.invalidated.is_some() => CaseStatus::TerminalInvalid,
             None => CaseStatus::Started,
             Some((_, r)) => {
                 let reward = r.rewards.as_ref().is_some_and(|m| !m.is_empty());
@@ -81,7 +87,7 @@ impl CaseState {
                     .exception_type
                     .as_ref()
                     .is_none_or(|e| accepted_exceptions.contains(e));
-                if reward && exception_ok {
+                if reward && exception_ok && self.invalidated.is_none() {
                     CaseStatus::TerminalValid
                 } else {
                     CaseStatus::TerminalInvalid
@@ -106,6 +112,101 @@ pub struct GroupState {
     pub cases: BTreeMap<CaseRef, CaseState>,
     /// Highest sampled run-tagged sandbox count (CLEAN-2).
     pub monitor_peak: Option<u64>,
+    /// Request evidence by persisted request id (JOIN-1, JOIN-2).
+    pub requests: BTreeMap<String, RequestState>,
+    /// Policy decisions in log order (D): joined to traces in the verdict by
+    /// request id, or by ingress commitment when every decision carries one
+    /// (bitrouter-formats section 3).
+    pub decisions: Vec<(u64, DecisionObs)>,
+    /// Task-scoped outcomes (no request id): joined by case, never copied
+    /// onto requests (JOIN-3).
+    pub task_outcomes: Vec<(u64, TaskOutcome)>,
+    /// The latest cleanup audit (CLEAN-1..3).
+    pub cleanup: Option<(At, CleanupAudited)>,
+    /// Monitor samples recorded.
+    pub monitor_samples: u64,
+}
+
+/// A trace as the join needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceObs {
+    /// The HTTP status the daemon answered.
+    pub http_status: u16,
+    /// Completed, failed or cancelled.
+    pub status: TraceStatus,
+    /// When the daemon captured it (RFC 3339 text as recorded).
+    pub captured_at: String,
+}
+
+/// A usage row as settlement needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageObs {
+    /// The provider that served it.
+    pub provider_id: String,
+    /// The model that served it.
+    pub model_id: String,
+    /// The observed buckets (SETTLE-1).
+    pub buckets: TokenBuckets,
+    /// BitRouter's charge, if computed.
+    pub final_charge_micro_usd: Option<u64>,
+    /// BitRouter's charge status.
+    pub charge_status: ChargeStatus,
+    /// BitRouter's reconciliation status.
+    pub reconciliation_status: ReconciliationStatus,
+    /// Where the usage numbers come from.
+    pub usage_origin: UsageOrigin,
+    /// `completed` or `failed`, if recorded.
+    pub status: Option<String>,
+}
+
+/// A policy decision as the join and replay rows need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionObs {
+    /// The persisted request id, if recorded.
+    pub request_id: Option<String>,
+    /// The ingress commitment (64 hex, `sha256:` prefix removed), if recorded.
+    pub commitment: Option<String>,
+    /// The decision reason (REPORT-5).
+    pub reason: String,
+    /// The selected tier.
+    pub selected_tier: Option<String>,
+    /// The selected model.
+    pub selected_model: Option<String>,
+}
+
+/// An authoritative settlement receipt (SETTLE-4, SETTLE-5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptObs {
+    /// Its state.
+    pub state: ReceiptState,
+    /// Its charge when computed.
+    pub final_charge_micro_usd: Option<u64>,
+}
+
+/// A task-scoped verifier outcome (JOIN-3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOutcome {
+    /// Harbor's trial name, if recorded.
+    pub trial_name: Option<String>,
+    /// The task id.
+    pub task_id: String,
+    /// The reward, decimal text.
+    pub reward: String,
+}
+
+/// Everything recorded under one persisted request id of a group. Each list
+/// holds (seq, observation); more than one entry in a list is a duplicate
+/// the verdict reports (JOIN-1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestState {
+    /// Trace rows (T).
+    pub traces: Vec<(u64, TraceObs)>,
+    /// Usage rows (U).
+    pub usage: Vec<(u64, UsageObs)>,
+    /// Receipts, in log order; the latest is authoritative.
+    pub receipts: Vec<(u64, ReceiptObs)>,
+    /// Request-scoped outcomes (R).
+    pub outcomes: Vec<u64>,
 }
 
 impl GroupState {
@@ -160,6 +261,8 @@ pub struct LineageState {
     pub gates: Gates,
     /// A hard stop, if one was recorded.
     pub stopped: Option<(At, LineageStopped)>,
+    /// The control this lineage reuses instead of launching one (LINEAGE-6).
+    pub control_reused: Option<(At, ControlReused)>,
 }
 
 impl LineageState {
@@ -180,6 +283,14 @@ pub struct State {
     /// Run-scoped resources claimed by frozen lineages (FREEZE-4):
     /// claim key -> (lineage, field).
     pub claims: BTreeMap<String, (String, String)>,
+    /// The control catalog: accepted controls by control key (LINEAGE-6).
+    pub controls: BTreeMap<String, Vec<(At, ControlRegistered)>>,
+    /// Strings that look like credentials, by (lineage, group) when the
+    /// event names one (the verdict's secrets row): (seq, field, shape).
+    /// Filled only when the fold scans (`State::scanning`).
+    pub secret_findings: BTreeMap<(String, String), Vec<(u64, String, String)>>,
+    /// Whether `apply` scans every event's strings for credentials.
+    pub scan_secrets: bool,
 }
 
 impl State {
@@ -209,6 +320,7 @@ impl State {
                         groups: BTreeMap::new(),
                         gates: Gates::default(),
                         stopped: None,
+                        control_reused: None,
                     },
                 );
             }
@@ -265,6 +377,7 @@ impl State {
             }),
             Event::MonitorSampled(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.monitor_peak = Some(g.monitor_peak.unwrap_or(0).max(e.sandbox_count));
+                g.monitor_samples += 1;
             }),
             Event::CaseStarted(e) => self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                 c.start_seqs.push(seq);
@@ -277,6 +390,7 @@ impl State {
             }
             Event::TrialResultRecorded(e) => {
                 self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.result_seqs.push(seq);
                     c.result.get_or_insert_with(|| (at, e.clone()));
                 })
             }
@@ -285,8 +399,138 @@ impl State {
                     c.refusals.push((at, e.clone()));
                 })
             }
+            Event::CaseInvalidated(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.invalidated.get_or_insert_with(|| (at, e.clone()));
+                })
+            }
+            Event::RequestTraced(e) => {
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.traces.push((
+                        seq,
+                        TraceObs {
+                            http_status: e.http_status,
+                            status: e.status,
+                            captured_at: e.captured_at.clone(),
+                        },
+                    ))
+                })
+            }
+            Event::UsageRecorded(e) => {
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.usage.push((
+                        seq,
+                        UsageObs {
+                            provider_id: e.provider_id.clone(),
+                            model_id: e.model_id.clone(),
+                            buckets: e.buckets,
+                            final_charge_micro_usd: e.final_charge_micro_usd,
+                            charge_status: e.charge_status,
+                            reconciliation_status: e.reconciliation_status,
+                            usage_origin: e.usage_origin,
+                            status: e.status.clone(),
+                        },
+                    ))
+                })
+            }
+            Event::PolicyDecisionRecorded(e) => {
+                let obs = DecisionObs {
+                    request_id: e.request_id.clone(),
+                    commitment: e
+                        .ingress_request_id_sha256
+                        .as_ref()
+                        .map(|c| c.strip_prefix("sha256:").unwrap_or(c).to_ascii_lowercase()),
+                    reason: e.reason.clone(),
+                    selected_tier: e.selected_tier.clone(),
+                    selected_model: e.selected_model.clone(),
+                };
+                self.group(&e.group.lineage, &e.group.group, |g| {
+                    g.decisions.push((seq, obs))
+                })
+            }
+            Event::ReceiptRecorded(e) => {
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.receipts.push((
+                        seq,
+                        ReceiptObs {
+                            state: e.state,
+                            final_charge_micro_usd: e.final_charge_micro_usd,
+                        },
+                    ))
+                })
+            }
+            Event::OutcomeRecorded(e) => match &e.request_id {
+                Some(id) => self.request(&e.group.lineage, &e.group.group, id, |r| {
+                    r.outcomes.push(seq)
+                }),
+                None => self.group(&e.group.lineage, &e.group.group, |g| {
+                    g.task_outcomes.push((
+                        seq,
+                        TaskOutcome {
+                            trial_name: e.trial_name.clone(),
+                            task_id: e.task_id.clone(),
+                            reward: e.reward.clone(),
+                        },
+                    ))
+                }),
+            },
+            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.cleanup = Some((at, e.clone()));
+            }),
+            Event::ControlRegistered(e) => {
+                self.controls
+                    .entry(e.control_key.clone())
+                    .or_default()
+                    .push((at, e.clone()));
+            }
+            Event::ControlReused(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
+                }
+            }
             _ => {}
         }
+        if self.scan_secrets {
+            self.scan(seq, event);
+        }
+    }
+
+    /// Scans every string of `event` for credential shapes (the verdict's
+    /// secrets row). The append path refuses such events, so a finding means
+    /// the log was written around the guard (e.g. an imported export).
+    fn scan(&mut self, seq: u64, event: &Event) {
+        let strings = event.strings();
+        let owner = || {
+            let json = event.payload_json();
+            let group = json.get("group");
+            let lineage = group
+                .and_then(|g| g.get("lineage"))
+                .or_else(|| json.get("lineage"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            let group = group
+                .and_then(|g| g.get("group"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            (lineage, group)
+        };
+        for (path, value) in strings {
+            if let Some(found) = crate::secrets::scan(&value) {
+                self.secret_findings.entry(owner()).or_default().push((
+                    seq,
+                    format!("{}.{path}", event.kind()),
+                    found.shape.to_string(),
+                ));
+            }
+        }
+    }
+
+    fn request(&mut self, lineage: &str, group: &str, id: &str, f: impl FnOnce(&mut RequestState)) {
+        self.group(lineage, group, |g| {
+            f(g.requests.entry(id.to_string()).or_default())
+        });
     }
 
     fn group(&mut self, lineage: &str, group: &str, f: impl FnOnce(&mut GroupState)) {
@@ -324,12 +568,41 @@ impl State {
     }
 }
 
-/// Folds the verified log into a `State`.
+impl State {
+    /// An empty state whose fold also scans every event for credentials.
+    pub fn scanning() -> State {
+        State {
+            scan_secrets: true,
+            ..State::default()
+        }
+    }
+}
+
+/// Folds the verified log into a `State` (without the secret scan: what
+/// `decide` needs before an append).
 pub fn replay(ledger: &Ledger) -> Result<State> {
-    let mut state = State::default();
+    replay_into(ledger, State::default())
+}
+
+/// Folds the verified log into a `State` with the secret scan: what the
+/// verdict, `gate`, `group seal` and `audit` need.
+pub fn replay_scanning(ledger: &Ledger) -> Result<State> {
+    replay_into(ledger, State::scanning())
+}
+
+fn replay_into(ledger: &Ledger, state: State) -> Result<State> {
+    replay_until(ledger, state, u64::MAX)
+}
+
+/// Folds the verified log up to and including `seq_max` into `state`: every
+/// projection as of that seq (`replay --at`, `audit`).
+pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<State> {
     for v in ledger.records()? {
         let v = v?;
         let r = &v.decoded.record;
+        if r.seq > seq_max {
+            break;
+        }
         state.apply(
             At {
                 seq: r.seq,

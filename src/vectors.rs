@@ -436,6 +436,18 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             }),
             None,
         ),
+        (
+            Event::CaseInvalidated(CaseInvalidated {
+                group: group.clone(),
+                case: case.clone(),
+                reason: InvalidReason::ControllerCrash,
+                evidence_path:
+                    "/srv/bench/short13-kimi-2026-11/control/jobs/fix-git__control-t1.listing"
+                        .into(),
+                evidence_blake3: hex64("listing"),
+            }),
+            Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
+        ),
     ]
 }
 

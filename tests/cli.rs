@@ -1621,3 +1621,182 @@ mod checks {
         assert!(!r.stderr.contains("kimi"), "{}", r.stderr);
     }
 }
+
+/// Verdicts through the CLI: `gate`, `replay`, `audit`, `group seal`,
+/// `case refusal | invalidate`, `feedback record`, `control`, `lineage`.
+mod verdicts {
+    use super::Harness;
+    use super::*;
+    use benchledger::events::*;
+    use benchledger::ledger::Draft;
+
+    const L: &str = "short13-kimi-2026-11";
+
+    /// A harness holding a committed replay-test ledger.
+    fn recorded(name: &str) -> Harness {
+        let h = Harness::new();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("replay-tests/ledgers/{name}.jsonl"));
+        h.ok(&["import", "--jsonl", src.to_str().unwrap()]);
+        h
+    }
+
+    fn append(h: &Harness, events: Vec<Event>) {
+        let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
+        let drafts: Vec<Draft> = events
+            .into_iter()
+            .map(|event| Draft { actor: "test".into(), event, idempotency_key: None })
+            .collect();
+        l.append(&drafts, benchledger::timefmt::now_utc_ns()).unwrap();
+    }
+
+    #[test]
+    fn gate_replay_audit_and_lineage_show_on_a_recorded_lineage() {
+        // rule VERDICT-1, VERDICT-4, LINEAGE-4
+        let h = recorded("short13-accepted");
+        let g = h.ok(&["gate", "control", "--json"]).json();
+        assert_eq!(g["status"], "accepted");
+        assert_eq!(g["rows"].as_array().unwrap().len(), 13);
+        assert_eq!(g["sealed"]["status"], "accepted");
+        let human = h.ok(&["gate", &format!("{L}/r1")]).stdout;
+        assert!(human.contains("settlement    holds"), "{human}");
+        let r = h.ok(&["replay", "--json"]).json();
+        assert_eq!(r["lineages"][0]["lineage"]["complete"], true);
+        assert_eq!(r["controls"].as_array().unwrap().len(), 1);
+        let at = h.ok(&["replay", "--at", "100", "--json"]).json();
+        assert_eq!(at["head_seq"], 100);
+        assert_eq!(at["lineages"][0]["lineage"]["complete"], false);
+        let a = h.ok(&["audit", "--json"]).json();
+        assert_eq!((a["ok"].clone(), a["sealed"].clone(), a["differing"].clone()), (json!(true), json!(4), json!(0)));
+        let show = h.ok(&["lineage", "show", "--json"]).json();
+        assert_eq!(show["complete"], true);
+        assert_eq!(show["next_group"], Value::Null);
+        assert_eq!(h.ok(&["control", "list", "--json"]).json()["controls"][0]["group"]["group"], "control");
+        let past = h.run(&["replay", "--at", "99999"]);
+        assert_eq!(past.code, 2, "{}", past.stderr);
+    }
+
+    #[test]
+    fn gate_exits_1_for_a_rejected_group_and_names_the_row() {
+        // rule VERDICT-1, JOIN-1
+        let h = recorded("rejected-join-duplicate-id");
+        let r = h.run(&["gate", "control"]);
+        assert_eq!(r.code, 1);
+        assert!(r.stdout.contains("rejected_join"), "{}", r.stdout);
+        assert!(r.stdout.contains("requests      FAILS"), "{}", r.stdout);
+        let unknown = h.run(&["gate", "r9"]);
+        assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    }
+
+    #[test]
+    fn audit_exits_1_naming_group_and_row_when_a_verdict_does_not_re_derive() {
+        // rule VERDICT-4
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/scenarios/rejected-cleanup-stray-volume.toml"),
+        )
+        .unwrap();
+        let spec: benchledger::scenario::Scenario = toml::from_str(&text).unwrap();
+        let (mut world, _) = benchledger::scenario::run(&spec).unwrap();
+        for (_, e) in &mut world.records {
+            if let Event::GroupSealed(s) = e {
+                if s.group.group == "control" {
+                    s.rows.iter_mut().for_each(|r| r.holds = true);
+                    s.status = "accepted".into();
+                }
+            }
+        }
+        let h = Harness::new();
+        drop(world.write(&h.ledger()).unwrap());
+        h.ok(&["verify"]);
+        let r = h.run(&["audit"]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stdout.contains(&format!("{L}/control")), "{}", r.stdout);
+        assert!(r.stdout.contains("row \"cleanup\": attested holds, derived fails"), "{}", r.stdout);
+    }
+
+    #[test]
+    fn refusal_invalidate_and_seal_of_a_canary_through_the_cli() {
+        // rule CASE-6, CASE-3, CASE-1, CASE-9, VERDICT-4
+        let h = cases::ready_harness(1);
+        h.refused(&["group", "seal", "canary-1"], 3, "CASE-9");
+        h.ok(&["case", "start", "canary-1", "hello-world/c1", "--", "true"]);
+        let ev = h.path("403.txt");
+        std::fs::write(&ev, "HTTP/1.1 403 Forbidden\n{\"error\":\"policy\"}\n").unwrap();
+        let evs = ev.to_str().unwrap();
+        let args = |status: &'static str| -> Vec<String> {
+            ["case", "refusal", "canary-1", "hello-world/c1", "--class", "provider_policy_refusal", "--http-status", status, "--evidence", evs]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        let a429 = args("429");
+        h.refused(&a429.iter().map(String::as_str).collect::<Vec<_>>(), 3, "CASE-6");
+        let a403 = args("403");
+        h.ok(&a403.iter().map(String::as_str).collect::<Vec<_>>());
+        let secret = h.path("secret.txt");
+        std::fs::write(&secret, format!("key AKIA{}\n", "ABCDEFGHIJKLMNOP")).unwrap();
+        let r = h.refused(
+            &["case", "invalidate", "canary-1", "hello-world/c1", "--reason", "controller_crash", "--evidence", secret.to_str().unwrap()],
+            3,
+            "FREEZE-2",
+        );
+        assert!(!r.stderr.contains("ABCDEFGHIJKLMNOP"), "the value is never echoed");
+        let listing = h.path("listing.txt");
+        std::fs::write(&listing, "hello-world__canary-1-c1/\n  config.json\n  (no result.json)\n").unwrap();
+        let inv = ["case", "invalidate", "canary-1", "hello-world/c1", "--reason", "controller_crash", "--evidence", listing.to_str().unwrap()];
+        h.ok(&inv);
+        h.refused(&inv, 3, "CASE-1");
+        let resume = h.ok(&["resume", "canary-1", "--json"]).json();
+        assert!(resume.to_string().contains("terminal_invalid"), "{resume}");
+        h.ok(&["group", "close", "canary-1"]);
+        h.refused(&["group", "seal", "canary-1"], 3, "cleanup audit");
+        let gref = GroupRef { lineage: L.into(), group: "canary-1".into() };
+        append(
+            &h,
+            vec![
+                Event::MonitorSampled(MonitorSampled { group: gref.clone(), sandbox_count: 1, instance_ids: vec!["i-0abc".into()] }),
+                Event::CleanupAudited(CleanupAudited {
+                    group: gref,
+                    region: "us-east-1".into(),
+                    identity: "arn:aws:sts::***:assumed-role/x/***".into(),
+                    filters: vec![],
+                    tracked_instance_ids: vec![],
+                    found: vec![],
+                    excluded_central_instance_id: None,
+                    status: Status::Pass,
+                    error: None,
+                }),
+            ],
+        );
+        let s = h.ok(&["group", "seal", "canary-1", "--json"]).json();
+        assert_eq!(s["status"], "rejected_runtime");
+        assert!(s["failing_rows"].as_array().unwrap().contains(&json!("runtime")));
+        h.refused(&["group", "seal", "canary-1"], 3, "VERDICT-4");
+        h.refused(&a403.iter().map(String::as_str).collect::<Vec<_>>(), 3, "VERDICT-4");
+        assert_eq!(h.run(&["gate", "canary-1"]).code, 1);
+        h.ok(&["audit"]);
+    }
+
+    #[test]
+    fn feedback_control_reuse_and_lineage_stop_refusals_leave_the_head() {
+        // rule LINEAGE-3, LINEAGE-6, VERDICT-3
+        let h = recorded("short13-accepted");
+        let (b, a) = ("a".repeat(64), "b".repeat(64));
+        h.refused(&["feedback", "record", "r1", "--before", &b, "--after", &a], 3, "LINEAGE-3");
+        h.refused(&["feedback", "record", "r2", "--before", "xyz", "--after", &a], 2, "--before");
+        h.ok(&["lineage", "stop", "--reason", "provider incident"]);
+        let show = h.ok(&["lineage", "show", "--json"]).json();
+        assert_eq!(show["stopped"][1], "VERDICT-3");
+        h.refused(&["lineage", "stop", "--reason", "again"], 3, "VERDICT-3");
+        let h = recorded("control-reuse");
+        h.refused(
+            &["control", "reuse", "short13-kimi-2027-01", "--control", "short13-kimi-2026-11/control"],
+            3,
+            "LINEAGE-6",
+        );
+        h.refused(
+            &["control", "reuse", "short13-kimi-2026-12", "--control", "short13-kimi-2026-11/control"],
+            3,
+            "already reuses",
+        );
+    }
+}
