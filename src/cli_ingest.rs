@@ -312,6 +312,19 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
             debug_assert_eq!(*task, case.task);
             crate::decide::trial_result_case(&state, &g, case)?;
             let parsed = harbor::read_trial_result(t)?;
+            // The result must be the directory's own trial of this case's
+            // task (CASE-8): never evidence of another identity.
+            let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
+            if parsed.trial_name != t.name || task_tail != case.task {
+                return Err(Error::Refused {
+                    rule: "CASE-8",
+                    message: format!(
+                        "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
+                        t.path, parsed.trial_name, parsed.task_name, t.name, case.task
+                    ),
+                }
+                .into());
+            }
             let event = Event::TrialResultRecorded(parsed.into_event(g.clone(), case.clone()));
             let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
             let done = batch.push(Draft { actor: cli.actor.clone(), event, idempotency_key: Some(key) }).map_err(|e| match e {

@@ -27,6 +27,45 @@ fn hex64(tag: &str) -> String {
     hex::encode(blake3::hash(tag.as_bytes()).as_bytes())
 }
 
+/// The three AWS gate observations of a group, passing, as `identity
+/// prove`, `quota check` and `check residue` would record them against
+/// this frozen manifest (GATE-1..3).
+pub fn aws_observations(frozen: &ManifestFrozen, group: &str) -> Vec<Event> {
+    let m = &frozen.manifest.public;
+    vec![
+        Event::IdentityChecked(IdentityChecked {
+            lineage: frozen.lineage.clone(),
+            selector: format!("profile:{}", m.aws.profile.clone().unwrap_or_default()),
+            region: m.aws.region.clone(),
+            endpoint_override: None,
+            ambient_variables_ignored: vec![],
+            account: Some(frozen.manifest.private.account.clone()),
+            principal: Some(frozen.manifest.private.principal_arn.clone()),
+            status: Status::Pass,
+            error: None,
+        }),
+        Event::QuotaChecked(QuotaChecked {
+            lineage: frozen.lineage.clone(),
+            region: m.aws.region.clone(),
+            quota_code: m.aws.quota_code.clone(),
+            quota_vcpu: 64,
+            used_vcpu: 0,
+            available_vcpu: 64,
+            required_vcpu: 10,
+            status: Status::Pass,
+            error: None,
+        }),
+        Event::CheckRecorded(CheckRecorded {
+            lineage: frozen.lineage.clone(),
+            group: Some(group.to_string()),
+            check: CheckKind::Residue,
+            target: m.tags.run_value.clone(),
+            status: Status::Pass,
+            details: BTreeMap::new(),
+        }),
+    ]
+}
+
 /// How a request is settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReceiptMode {
@@ -67,7 +106,15 @@ pub struct World {
     pub now_ns: u64,
     /// The current lineage.
     pub lineage: String,
+    /// Requests per case `case_requests` synthesizes (default 2).
+    pub requests_per_case: usize,
+    /// When each group's gates were last recorded.
+    gates_at: BTreeMap<String, u64>,
 }
+
+/// Gates are re-recorded before a start when older than this (the example
+/// manifest's freshness window is 1800 s).
+pub const GATES_REFRESH_NS: u64 = 1_200 * 1_000_000_000;
 
 impl Default for World {
     fn default() -> Self {
@@ -83,6 +130,8 @@ impl World {
             records: Vec::new(),
             now_ns: T0_UTC_NS,
             lineage: String::new(),
+            requests_per_case: 2,
+            gates_at: BTreeMap::new(),
         }
     }
 
@@ -155,41 +204,11 @@ impl World {
     /// Records every pre-batch gate of `group`, passing (GATE-1..3).
     pub fn gates(&mut self, group: &str) {
         let m = self.lineage_state().frozen.manifest.public.clone();
-        let mut v = vec![
-            Event::IdentityChecked(IdentityChecked {
-                lineage: self.lineage.clone(),
-                selector: format!("profile:{}", m.aws.profile.clone().unwrap_or_default()),
-                region: m.aws.region.clone(),
-                endpoint_override: None,
-                ambient_variables_ignored: vec![],
-                account: Some(self.lineage_state().frozen.manifest.private.account.clone()),
-                principal: Some(
-                    self.lineage_state()
-                        .frozen
-                        .manifest
-                        .private
-                        .principal_arn
-                        .clone(),
-                ),
-                status: Status::Pass,
-                error: None,
-            }),
-            Event::QuotaChecked(QuotaChecked {
-                lineage: self.lineage.clone(),
-                region: m.aws.region.clone(),
-                quota_code: m.aws.quota_code.clone(),
-                quota_vcpu: 64,
-                used_vcpu: 0,
-                available_vcpu: 64,
-                required_vcpu: 10,
-                status: Status::Pass,
-                error: None,
-            }),
-            self.check(CheckKind::Residue, Some(group), &m.tags.run_value),
-            self.check(
-                CheckKind::DaemonHealth,
-                Some(group),
-                &format!(
+        let mut v = aws_observations(&self.lineage_state().frozen, group);
+        v.push(self.check(
+            CheckKind::DaemonHealth,
+            Some(group),
+            &format!(
                     "http://{}:{}/health",
                     m.central.daemon_host,
                     m.groups
@@ -197,14 +216,14 @@ impl World {
                         .find(|g| g.name == group)
                         .map_or(0, |g| g.ports[0])
                 ),
-            ),
-        ];
+        ));
         for t in crate::decide::group_routes(self.lineage_state(), group) {
             if let Some(r) = m.route(t) {
                 v.push(self.check(CheckKind::ProviderSentinel, None, &r.gate_target));
             }
         }
         self.push(v);
+        self.gates_at.insert(group.to_string(), self.now_ns);
     }
 
     /// Opens a group with the frozen daemon values (GATE-4), then records
@@ -246,6 +265,13 @@ impl World {
         let m = self.lineage_state().frozen.manifest.public.clone();
         let rendered = crate::trial_config::render(&m, group, case)?;
         let hash = config_override.map_or(rendered.blake3.clone(), hex64);
+        if self
+            .gates_at
+            .get(group)
+            .is_none_or(|t| self.now_ns.saturating_sub(*t) > GATES_REFRESH_NS)
+        {
+            self.gates(group);
+        }
         let v = self.check(CheckKind::ConfigValidated, None, &hash);
         self.push(vec![v]);
         let cmd = crate::decide::CaseStart {
@@ -456,8 +482,17 @@ impl World {
     /// settled by a computed receipt.
     pub fn case_requests(&self, group: &str, case: &CaseRef) -> Vec<Req> {
         let base = format!("{group}-{}-{}-{}", case.task, case.trial, case.replacement);
-        [(1, Tier::Balanced), (2, Tier::Economy)]
-            .into_iter()
+        (1..=self.requests_per_case)
+            .map(|k| {
+                (
+                    k,
+                    if k % 2 == 1 {
+                        Tier::Balanced
+                    } else {
+                        Tier::Economy
+                    },
+                )
+            })
             .map(|(k, tier)| Req {
                 id: format!("{base}-{k}"),
                 tier,
@@ -537,6 +572,32 @@ impl World {
     /// Whether a group is a scored evaluation group.
     pub fn scored(group: &str) -> bool {
         !is_non_evaluation(group)
+    }
+
+    /// Writes the records into a new ledger in `dir` in batches of
+    /// `batch` records (each batch at the time of its last record): fast,
+    /// for large generated ledgers.
+    pub fn write_batched(&self, dir: &Path, batch: usize) -> Result<Ledger> {
+        let (ledger, _) = Ledger::create(
+            dir,
+            Duration::from_secs(5),
+            LEDGER_ID,
+            "benchledger-gen",
+            T0_UTC_NS,
+        )?;
+        for chunk in self.records.chunks(batch.max(1)) {
+            let t = chunk.last().map_or(T0_UTC_NS, |(t, _)| *t);
+            let mut b = ledger.batch(t)?;
+            for (_, e) in chunk {
+                b.push(Draft {
+                    actor: "benchledger-gen".into(),
+                    event: e.clone(),
+                    idempotency_key: None,
+                })?;
+            }
+            b.commit()?;
+        }
+        Ok(ledger)
     }
 
     /// Writes the records into a new ledger in `dir` (fixed ledger id, each
@@ -645,6 +706,36 @@ fn refused_rule(e: &Error) -> Option<&'static str> {
     }
 }
 
+/// The example manifest turned into a public reproduction: 89 tasks x 5
+/// trials (CLASS-1), for scale tests and benchmarks.
+pub fn public_example() -> String {
+    let start = EXAMPLE_MANIFEST
+        .find("tasks = [\n")
+        .expect("the example lists tasks");
+    let end = start
+        + EXAMPLE_MANIFEST[start..]
+            .find("]\n")
+            .expect("the list ends");
+    let tasks: String = (0..89)
+        .map(|i| {
+            format!(
+                "  {{ name = \"task-{i:02}\", content_sha256 = \"{}\" }},\n",
+                hex64(&format!("task {i}"))
+            )
+        })
+        .collect();
+    let mut m = EXAMPLE_MANIFEST.to_string();
+    m.replace_range(start..end + 2, &format!("tasks = [\n{tasks}]\n"));
+    m.replace(
+        "class = \"mechanism_iteration\"",
+        "class = \"public_reproduction\"",
+    )
+    .replace(
+        "trials = [\"t1\"]",
+        "trials = [\"t1\", \"t2\", \"t3\", \"t4\", \"t5\"]",
+    )
+}
+
 /// The example manifest pair of `ledger-schema/examples/`.
 pub const EXAMPLE_MANIFEST: &str = include_str!("../ledger-schema/examples/manifest.toml");
 /// Its private companion.
@@ -701,36 +792,55 @@ pub fn run(spec: &Scenario) -> Result<(World, RunLog)> {
                 }
             }
         }
-        let names: Vec<String> = match &ls.groups {
-            Some(g) => g.clone(),
-            None => w
-                .lineage_state()
-                .frozen
-                .manifest
-                .public
-                .group_names()
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-        };
-        for group in &names {
-            if group == "control" && reused {
-                continue;
-            }
-            if let Err(e) = w.open(group) {
-                match refused_rule(&e) {
-                    Some(rule) => {
-                        log.refusals
-                            .push((format!("group open {lineage}/{group}"), rule.to_string()));
-                        break;
-                    }
-                    None => return Err(e),
-                }
-            }
-            run_group(&mut w, ls, group)?;
-        }
+        run_groups_logged(&mut w, ls, reused, &mut log)?;
     }
     Ok((w, log))
+}
+
+/// Runs the groups of `ls` (default: every target group) on the world's
+/// current, frozen lineage, stopping at the first refused group open.
+pub fn run_groups(w: &mut World, ls: &LineageSpec) -> Result<RunLog> {
+    let mut log = RunLog::default();
+    run_groups_logged(w, ls, false, &mut log)?;
+    Ok(log)
+}
+
+fn run_groups_logged(
+    w: &mut World,
+    ls: &LineageSpec,
+    reused: bool,
+    log: &mut RunLog,
+) -> Result<()> {
+    let lineage = w.lineage.clone();
+    let names: Vec<String> = match &ls.groups {
+        Some(g) => g.clone(),
+        None => w
+            .lineage_state()
+            .frozen
+            .manifest
+            .public
+            .group_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    for group in &names {
+        if group == "control" && reused {
+            continue;
+        }
+        if let Err(e) = w.open(group) {
+            match refused_rule(&e) {
+                Some(rule) => {
+                    log.refusals
+                        .push((format!("group open {lineage}/{group}"), rule.to_string()));
+                    break;
+                }
+                None => return Err(e),
+            }
+        }
+        run_group(w, ls, group)?;
+    }
+    Ok(())
 }
 
 fn fault<'a>(ls: &'a LineageSpec, group: &str, kind: &str) -> Option<&'a Fault> {

@@ -1376,6 +1376,7 @@ mod ingest {
         std::fs::create_dir_all(&dir).unwrap();
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(PASS).unwrap()).unwrap();
         v["trial_name"] = json!(trial_name);
+        v["task_name"] = json!(trial_name.split("__").next().unwrap());
         edit(&mut v);
         std::fs::write(
             dir.join("result.json"),
@@ -1459,7 +1460,7 @@ mod checks {
     use std::net::TcpListener;
 
     /// A one-shot-per-connection HTTP server on 127.0.0.1 answering `status`.
-    fn server(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    pub(super) fn server(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let handle = std::thread::spawn(move || {
@@ -1647,6 +1648,72 @@ mod verdicts {
             .map(|event| Draft { actor: "test".into(), event, idempotency_key: None })
             .collect();
         l.append(&drafts, benchledger::timefmt::now_utc_ns()).unwrap();
+    }
+
+    /// The README's worked session, command for command: freeze, sign off,
+    /// record the gates, start a case with a stand-in command that leaves a
+    /// Harbor trial directory, ingest its result, resume. Identity, quota and
+    /// residue need the `aws` feature and are appended here as recorded
+    /// observations (tools/moto/test-aws.sh runs those verbs against moto).
+    #[test]
+    fn the_readme_worked_session_runs_from_freeze_to_resume() {
+        // rule FREEZE-7, GATE-6, CASE-2, CASE-3, CASE-4
+        let h = Harness::new();
+        h.init();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let m = dir.join("ledger-schema/examples/manifest.toml");
+        let p = dir.join("ledger-schema/examples/manifest.private.toml");
+        h.ok(&["manifest", "freeze", m.to_str().unwrap(), "--private", p.to_str().unwrap()]);
+        h.ok(&["manifest", "sign-off", "--role", "operator", "--name", "alice"]);
+        h.ok(&["manifest", "sign-off", "--role", "reviewer", "--name", "bob"]);
+        let frozen = benchledger::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
+        let fm = &frozen.manifest.public;
+        let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();
+        h.ok(&[
+            "group", "open", "canary-1",
+            "--binary-sha256", &fm.software.bitrouter_binary_sha256,
+            "--config-sha256", &fm.software.bitrouter_config_sha256["canary-1"],
+            "--ports", &g.ports[0].to_string(), "--db", &g.db_path, "--out", &g.out_dir,
+        ]);
+        // Gates (GATE-1..3, GATE-7).
+        append(&h, benchledger::scenario::aws_observations(&frozen, "canary-1"));
+        let (url, _srv) = super::checks::server(200, "{\"ok\":true}");
+        h.ok(&["check", "daemon-health", "--group", "canary-1", "--url", &format!("{url}/health")]);
+        for route in ["strong", "balanced", "economy"] {
+            let (url, _s) = super::checks::server(200, "{\"id\":\"x\"}");
+            h.ok(&["check", "sentinel", "--route", route, "--group", "canary-1", "--url", &url]);
+        }
+        let cfg = h.path("c1.json");
+        h.ok(&["case", "render-config", "canary-1", "hello-world/c1", "-o", cfg.to_str().unwrap()]);
+        h.ok(&["check", "config", "--config", cfg.to_str().unwrap(), "--", "true"]);
+        // Start with a stand-in for `harbor trial start`: it leaves the
+        // trial directory and result.json Harbor would.
+        let trial = h.path("jobs/job-1/hello-world__canary-1-c1");
+        let pass = dir.join("../shared/fixtures/harbor-0.25.0/trial-result.pass.json");
+        let script = format!(
+            "mkdir -p {t} && sed -e 's/\"trial_name\": *\"[^\"]*\"/\"trial_name\": \"hello-world__canary-1-c1\"/' -e 's/\"task_name\": *\"[^\"]*\"/\"task_name\": \"hello-world\"/' {p} > {t}/result.json",
+            t = trial.display(),
+            p = pass.display()
+        );
+        let started = h
+            .ok(&["case", "start", "canary-1", "hello-world/c1", "--config", cfg.to_str().unwrap(), "--json", "--", "sh", "-c", &script])
+            .json();
+        assert_eq!(started["exit_code"], 0, "{started}");
+        let jobs = h.path("jobs");
+        let ing = h.ok(&["ingest", "harbor", "canary-1", jobs.to_str().unwrap(), "--json"]).json();
+        assert_eq!(ing["results"], 1, "{ing}");
+        // A result.json naming another task is never this case's evidence.
+        let other = h.path("other/job-1/hello-world__canary-1-c1");
+        std::fs::create_dir_all(&other).unwrap();
+        let text = std::fs::read_to_string(trial.join("result.json")).unwrap();
+        std::fs::write(other.join("result.json"), text.replace("\"task_name\": \"hello-world\"", "\"task_name\": \"fix-git\"")).unwrap();
+        h.refused(&["ingest", "harbor", "canary-1", h.path("other").to_str().unwrap()], 3, "CASE-8");
+        let resume = h.ok(&["resume", "canary-1", "--harbor-jobs", h.path("jobs/job-1").to_str().unwrap(), "--json"]).json();
+        let text = resume.to_string();
+        assert!(text.contains("terminal_valid"), "{text}");
+        let again = h.run(&["case", "start", "canary-1", "hello-world/c1", "--config", cfg.to_str().unwrap()]);
+        assert_eq!(again.code, 3, "{}", again.stderr);
+        assert!(again.stderr.contains("CASE-2"), "{}", again.stderr);
     }
 
     #[test]
