@@ -477,3 +477,5 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
     let missing: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
     assert!(missing.is_empty(), "rules without a citing test: {missing:?}");
 }
+
+#[path = "report.rs"] mod report;

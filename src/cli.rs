@@ -138,6 +138,9 @@ pub enum Command {
     /// Show or stop a lineage (LINEAGE-1..5, VERDICT-3).
     #[command(subcommand)]
     Lineage(crate::cli_verdicts::LineageCommand),
+    /// The report of a lineage (`report [show] LINEAGE [--format md|json]
+    /// [--out DIR]`) and its registry entry (`report registry LINEAGE`).
+    Report(crate::cli_report::ReportArgs),
 }
 
 /// `group` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger holds
@@ -360,13 +363,24 @@ pub struct LogArgs {
 
 /// Arguments of `export`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "redacted", "parquet"])))]
 pub struct ExportArgs {
-    /// Export as JSON lines (the one format so far).
-    #[arg(long, required = true)]
+    /// Export as JSON lines.
+    #[arg(long)]
     pub jsonl: bool,
     /// Write to this file instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE", requires = "jsonl")]
     pub out: Option<PathBuf>,
+    /// The publication bundle into a new directory: redacted manifests, the
+    /// ledger export, the reports, request/case tables, a secret scan of
+    /// every file and SHA-256 + BLAKE3 checksums (refused, exit 3, when the
+    /// scan finds a credential shape).
+    #[arg(long, value_name = "DIR")]
+    pub redacted: Option<PathBuf>,
+    /// Request-level and case-level tables as Parquet into a new directory
+    /// (needs the `parquet` cargo feature).
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
 }
 
 /// Arguments of `import`.
@@ -495,6 +509,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Feedback(c) => crate::cli_verdicts::run_feedback(&cli, c, wait),
         Command::Control(c) => crate::cli_verdicts::run_control(&cli, c, wait),
         Command::Lineage(c) => crate::cli_verdicts::run_lineage(&cli, c, wait),
+        Command::Report(a) => crate::cli_report::run_report(&cli, a, wait),
         Command::Init(a) => {
             let mut id = [0u8; 16];
             getrandom::fill(&mut id)
@@ -578,6 +593,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export(a) => {
+            if let Some(d) = &a.redacted {
+                return crate::cli_report::run_export_redacted(&cli, d, wait);
+            }
+            if let Some(d) = &a.parquet {
+                return crate::cli_report::run_export_parquet(&cli, d, wait);
+            }
             let ledger = Ledger::open(&dir, wait)?;
             let head = match &a.out {
                 Some(path) => {

@@ -49,11 +49,39 @@ pub fn decode_canonical<T: Serialize + DeserializeOwned>(bytes: &[u8]) -> Result
     if used != bytes.len() {
         return Err(CodecError::Trailing(bytes.len() - used));
     }
-    let again = encode(&value)?;
-    if again != bytes {
+    // Re-encode straight against the input: no buffer, and the first
+    // differing byte stops the encoder.
+    let mut cmp = CompareWriter {
+        expected: bytes,
+        at: 0,
+        differs: false,
+    };
+    let encoded = bincode::serde::encode_into_writer(&value, &mut cmp, config());
+    if cmp.differs || cmp.at != bytes.len() {
         return Err(CodecError::NonCanonical);
     }
+    encoded.map_err(|e| CodecError::Unencodable(e.to_string()))?;
     Ok(value)
+}
+
+/// A bincode writer that compares what is written with `expected` instead
+/// of storing it (the canonical-form check of `decode_canonical`).
+struct CompareWriter<'a> {
+    expected: &'a [u8],
+    at: usize,
+    differs: bool,
+}
+
+impl bincode::enc::write::Writer for CompareWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        let end = self.at + bytes.len();
+        if self.expected.get(self.at..end) != Some(bytes) {
+            self.differs = true;
+            return Err(bincode::error::EncodeError::Other("differs from the input"));
+        }
+        self.at = end;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

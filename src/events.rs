@@ -68,6 +68,12 @@ macro_rules! vocabulary {
                 value.expect("payload types serialize to json")
             }
 
+            /// Calls `f` on every string of the payload (no field paths, no
+            /// JSON) until it returns `true`; returns whether it did.
+            pub fn any_string(&self, f: &mut dyn FnMut(&str) -> bool) -> bool {
+                match self { $( Event::$variant(p) => crate::strings::any_string(p, f), )* }
+            }
+
             /// Every string field of the payload with its field path, for the
             /// secret guard and other whole-payload checks.
             pub fn strings(&self) -> Vec<(String, String)> {

@@ -499,6 +499,9 @@ impl State {
     /// secrets row). The append path refuses such events, so a finding means
     /// the log was written around the guard (e.g. an imported export).
     fn scan(&mut self, seq: u64, event: &Event) {
+        if !event.any_string(&mut |s| crate::secrets::scan(s).is_some()) {
+            return;
+        }
         let strings = event.strings();
         let owner = || {
             let json = event.payload_json();

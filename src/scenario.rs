@@ -734,6 +734,11 @@ pub fn public_example() -> String {
         "trials = [\"t1\"]",
         "trials = [\"t1\", \"t2\", \"t3\", \"t4\", \"t5\"]",
     )
+    // A stop limit a 445-case run at list prices stays under.
+    .replace(
+        "spend_stop_micro_usd = 50000000 ",
+        "spend_stop_micro_usd = 5000000000 ",
+    )
 }
 
 /// The example manifest pair of `ledger-schema/examples/`.

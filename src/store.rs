@@ -4,7 +4,26 @@
 //! Trees: `records` (seq big-endian -> prev || hash || record bytes), `meta`
 //! (`head` -> seq big-endian || hash) and `idempotency` (client key -> seq
 //! big-endian), the one index, derivable from the records. The store never
-//! decodes payloads, never rewrites and never deletes.
+//! decodes payloads and never rewrites or deletes an acknowledged record.
+//!
+//! The head is the commit point of every append. An append of up to
+//! `CHUNKED_APPEND_RECORDS_MIN` records and `CHUNKED_APPEND_BYTES_MIN` bytes
+//! writes its records, index entries and the new head in one sled
+//! transaction. A larger one (a whole ingested file) would make sled hold
+//! every superseded tree node of the transaction until it commits (sled
+//! 0.34 keeps one epoch guard pinned for the whole commit: about 11 KB per
+//! record, 1.1 GB for 100,000 usage rows), so it is written in chunks
+//! instead: a `pending` marker naming its seqs is made durable first, then
+//! the records and index entries past the head in chunks of
+//! `APPEND_CHUNK_RECORDS`, flushed, and only then one small transaction
+//! moves the head (CAS) and removes the marker, flushed again before the
+//! append is acknowledged. Until the head moves, readers stop at the old
+//! head and nothing of the append is visible. A crash before the commit
+//! point leaves the marker: the next open (under the writer lock) removes
+//! what the marker names past the head (records and index entries that
+//! were never acknowledged) and then the marker, so the ledger is exactly
+//! as it was before the append. Records past the head without a marker are
+//! still damage (`torn_tail`), refused by every append.
 
 use std::path::Path;
 
@@ -15,6 +34,16 @@ use crate::chain::{Head, Sealed};
 use crate::error::{Error, Result};
 
 const HEAD_KEY: &[u8] = b"head";
+/// `meta` key of an append in flight: first seq || last seq (big-endian).
+const PENDING_KEY: &[u8] = b"pending";
+
+/// Appends of more records than this are written in chunks with the head as
+/// the commit point (see the module doc); smaller ones in one transaction.
+pub const CHUNKED_APPEND_RECORDS_MIN: usize = 1024;
+/// Appends of more stored bytes than this are written in chunks too.
+pub const CHUNKED_APPEND_BYTES_MIN: usize = 4 * 1024 * 1024;
+/// Records (or index entries) per chunk of a chunked append.
+pub const APPEND_CHUNK_RECORDS: usize = 1024;
 
 /// sled's page cache, in bytes (sled's default is 1 GiB). The ledger reads
 /// sequentially and verifies what it reads; a small cache bounds memory.
@@ -58,12 +87,22 @@ pub struct SledStore {
     records: sled::Tree,
     meta: sled::Tree,
     idempotency: sled::Tree,
+    /// Serializes appends of this process (a chunked append writes past the
+    /// head before its commit point).
+    append_lock: std::sync::Mutex<()>,
 }
 
 /// Why a transaction was aborted.
 enum Abort {
     HeadMoved { found: Option<Head> },
     Occupied(u64),
+    Pending,
+}
+
+/// Whether sled refused to open because another handle holds its file lock.
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock
+        || io.to_string().contains("lock"))
 }
 
 impl SledStore {
@@ -72,19 +111,191 @@ impl SledStore {
     pub fn open(path: &Path) -> Result<SledStore> {
         let ctx = || format!("open {}", path.display());
         discard_interrupted_snapshots(path)?;
-        let db = sled::Config::new()
-            .path(path)
-            .mode(sled::Mode::HighThroughput)
-            .cache_capacity(SLED_CACHE_BYTES)
-            .open()
-            .map_err(|e| Error::io(ctx(), e))?;
+        // The ledger lock is already ours; sled's own file lock may still be
+        // held for a few milliseconds by the background thread of a process
+        // that just dropped its ledger. Wait that out, boundedly.
+        let started = std::time::Instant::now();
+        let db = loop {
+            match sled::Config::new()
+                .path(path)
+                .mode(sled::Mode::HighThroughput)
+                .cache_capacity(SLED_CACHE_BYTES)
+                .open()
+            {
+                Ok(db) => break db,
+                Err(e)
+                    if is_lock_error(&e)
+                        && started.elapsed()
+                            < std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(crate::limits::LOCK_POLL_MS));
+                }
+                Err(e) => return Err(Error::io(ctx(), e)),
+            }
+        };
         let tree = |name: &str| db.open_tree(name).map_err(|e| Error::io(ctx(), e));
-        Ok(SledStore {
+        let store = SledStore {
             records: tree("records")?,
             meta: tree("meta")?,
             idempotency: tree("idempotency")?,
             db,
-        })
+            append_lock: std::sync::Mutex::new(()),
+        };
+        store.discard_pending()?;
+        Ok(store)
+    }
+
+    /// Removes what an append interrupted before its commit point left past
+    /// the head: the records and index entries its `pending` marker names
+    /// (never acknowledged: the head did not move), then the marker.
+    fn discard_pending(&self) -> Result<()> {
+        let Some(marker) = self
+            .meta
+            .get(PENDING_KEY)
+            .map_err(|e| Error::io("read meta", e))?
+        else {
+            return Ok(());
+        };
+        let (first, last) = match <[u8; 16]>::try_from(marker.as_ref()) {
+            Ok(b) => (
+                u64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                u64::from_be_bytes(b[8..].try_into().expect("8 bytes")),
+            ),
+            Err(_) => {
+                return Err(Error::Damage(
+                    "the marker of an interrupted append is malformed; run verify".into(),
+                ))
+            }
+        };
+        let head = self.head_raw()?.as_deref().and_then(Head::from_bytes);
+        let after_head = head.map_or(0, |h| h.seq + 1);
+        if after_head != first || last < first {
+            return Err(Error::Damage(format!(
+                "seq {first}: an interrupted append names seqs {first}..={last}, but the head is {}; run verify",
+                head.map_or("none".to_string(), |h| h.seq.to_string())
+            )));
+        }
+        tracing::warn!(
+            "discarding seqs {first}..={last} of an append interrupted before its commit point (never acknowledged)"
+        );
+        let io = |e| Error::io("discard an interrupted append", e);
+        let stale: Vec<sled::IVec> = self
+            .records
+            .range(first.to_be_bytes()..=last.to_be_bytes())
+            .keys()
+            .collect::<std::result::Result<_, _>>()
+            .map_err(io)?;
+        for chunk in stale.chunks(APPEND_CHUNK_RECORDS) {
+            let mut b = sled::Batch::default();
+            for k in chunk {
+                b.remove(k.clone());
+            }
+            self.records.apply_batch(b).map_err(io)?;
+        }
+        let mut keys = Vec::new();
+        for pair in self.idempotency.iter() {
+            let (k, v) = pair.map_err(io)?;
+            let seq = <[u8; 8]>::try_from(v.as_ref()).map(u64::from_be_bytes);
+            if seq.is_ok_and(|s| (first..=last).contains(&s)) {
+                keys.push(k);
+            }
+        }
+        for chunk in keys.chunks(APPEND_CHUNK_RECORDS) {
+            let mut b = sled::Batch::default();
+            for k in chunk {
+                b.remove(k.clone());
+            }
+            self.idempotency.apply_batch(b).map_err(io)?;
+        }
+        self.db.flush().map_err(|e| Error::io("flush", e))?;
+        self.meta.remove(PENDING_KEY).map_err(io)?;
+        self.db.flush().map_err(|e| Error::io("flush", e))?;
+        Ok(())
+    }
+
+    /// The chunked append of a large batch (see the module doc): marker,
+    /// records and index entries past the head, then the head as the
+    /// commit point. The caller checked the batch and holds `append_lock`.
+    fn append_chunked(
+        &self,
+        expected: Option<Head>,
+        batch: &[Sealed],
+        index: &[(String, u64)],
+        new_head: Head,
+    ) -> Result<Head> {
+        let first = batch[0].seq;
+        let io = |e| Error::io("append", e);
+        let found = self
+            .meta
+            .get(HEAD_KEY)
+            .map_err(io)?
+            .and_then(|v| Head::from_bytes(&v));
+        if found != expected {
+            return Err(head_moved(expected, found));
+        }
+        if self.meta.get(PENDING_KEY).map_err(io)?.is_some() {
+            return Err(pending());
+        }
+        // Paired check: nothing may already sit where the batch goes.
+        if self.records.get(first.to_be_bytes()).map_err(io)?.is_some() {
+            return Err(occupied(first));
+        }
+        let mut marker = [0u8; 16];
+        marker[..8].copy_from_slice(&first.to_be_bytes());
+        marker[8..].copy_from_slice(&new_head.seq.to_be_bytes());
+        self.meta.insert(PENDING_KEY, &marker[..]).map_err(io)?;
+        self.db.flush().map_err(|e| Error::io("flush", e))?;
+        let written = (|| -> Result<()> {
+            for chunk in batch.chunks(APPEND_CHUNK_RECORDS) {
+                let mut b = sled::Batch::default();
+                for s in chunk {
+                    b.insert(&s.seq.to_be_bytes(), s.value());
+                }
+                self.records.apply_batch(b).map_err(io)?;
+            }
+            for chunk in index.chunks(APPEND_CHUNK_RECORDS) {
+                let mut b = sled::Batch::default();
+                for (k, seq) in chunk {
+                    b.insert(k.as_bytes(), &seq.to_be_bytes());
+                }
+                self.idempotency.apply_batch(b).map_err(io)?;
+            }
+            // Every record is durable before the head names it.
+            self.db.flush().map_err(|e| Error::io("flush", e))?;
+            let result = self.meta.transaction(|m| {
+                let found = m.get(HEAD_KEY)?.and_then(|v| Head::from_bytes(&v));
+                if found != expected {
+                    return Err(ConflictableTransactionError::Abort(Abort::HeadMoved {
+                        found,
+                    }));
+                }
+                if m.get(PENDING_KEY)?.as_deref() != Some(&marker[..]) {
+                    return Err(ConflictableTransactionError::Abort(Abort::Occupied(first)));
+                }
+                m.insert(HEAD_KEY, &new_head.to_bytes()[..])?;
+                m.remove(PENDING_KEY)?;
+                Ok(())
+            });
+            match result {
+                Ok(()) => Ok(()),
+                Err(TransactionError::Abort(Abort::HeadMoved { found })) => {
+                    Err(head_moved(expected, found))
+                }
+                Err(TransactionError::Abort(Abort::Occupied(seq))) => Err(occupied(seq)),
+                Err(TransactionError::Abort(Abort::Pending)) => Err(pending()),
+                Err(TransactionError::Storage(e)) => Err(io(e)),
+            }
+        })();
+        if let Err(e) = written {
+            // Nothing was acknowledged: take the partial write back now (the
+            // next open would otherwise).
+            if let Err(again) = self.discard_pending() {
+                tracing::warn!("could not discard an interrupted append: {again}");
+            }
+            return Err(e);
+        }
+        self.db.flush().map_err(|e| Error::io("flush", e))?;
+        Ok(new_head)
     }
 
     /// Writes a raw value, bypassing every check. Only for damage harnesses
@@ -147,6 +358,24 @@ fn discard_interrupted_snapshots(path: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn head_moved(expected: Option<Head>, found: Option<Head>) -> Error {
+    let show = |h: Option<Head>| h.map_or("none".to_string(), |h| h.seq.to_string());
+    Error::HeadMoved {
+        expected: show(expected),
+        found: show(found),
+    }
+}
+
+fn pending() -> Error {
+    Error::Damage("an interrupted append is still pending; reopen the ledger".into())
+}
+
+fn occupied(seq: u64) -> Error {
+    Error::Damage(format!(
+        "seq {seq}: torn_tail: a record already sits past the head; run verify"
+    ))
 }
 
 /// The trees a damage harness may write.
@@ -242,6 +471,16 @@ impl Store for SledStore {
             seq: last.seq,
             hash: last.hash,
         };
+        // One appender at a time in this process (other processes are kept
+        // out by the ledger lock and sled's own).
+        let _one = self
+            .append_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bytes: usize = batch.iter().map(|s| s.bytes.len()).sum();
+        if batch.len() > CHUNKED_APPEND_RECORDS_MIN || bytes > CHUNKED_APPEND_BYTES_MIN {
+            return self.append_chunked(expected, batch, index, new_head);
+        }
         let mut records = sled::Batch::default();
         for s in batch {
             records.insert(&s.seq.to_be_bytes(), s.value());
@@ -257,6 +496,9 @@ impl Store for SledStore {
                     found,
                 }));
             }
+            if m.get(PENDING_KEY)?.is_some() {
+                return Err(ConflictableTransactionError::Abort(Abort::Pending));
+            }
             // Paired check: nothing may already sit where the batch goes.
             if r.get(first.seq.to_be_bytes())?.is_some() {
                 return Err(ConflictableTransactionError::Abort(Abort::Occupied(
@@ -271,20 +513,172 @@ impl Store for SledStore {
         match result {
             Ok(()) => {}
             Err(TransactionError::Abort(Abort::HeadMoved { found })) => {
-                let show = |h: Option<Head>| h.map_or("none".to_string(), |h| h.seq.to_string());
-                return Err(Error::HeadMoved {
-                    expected: show(expected),
-                    found: show(found),
-                });
+                return Err(head_moved(expected, found))
             }
-            Err(TransactionError::Abort(Abort::Occupied(seq))) => {
-                return Err(Error::Damage(format!(
-                    "seq {seq}: torn_tail: a record already sits past the head; run verify"
-                )))
-            }
+            Err(TransactionError::Abort(Abort::Occupied(seq))) => return Err(occupied(seq)),
+            Err(TransactionError::Abort(Abort::Pending)) => return Err(pending()),
             Err(TransactionError::Storage(e)) => return Err(Error::io("append", e)),
         }
         self.db.flush().map_err(|e| Error::io("flush", e))?;
         Ok(new_head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sled's file lock held by another handle is waited out up to
+    /// SLED_LOCK_WAIT_MS_MAX, and refused past it.
+    #[test]
+    fn a_briefly_held_sled_lock_is_waited_out_within_the_bound() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("store");
+        drop(SledStore::open(&path).unwrap());
+        let held = sled::Config::new().path(&path).open().unwrap();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        SledStore::open(&path).expect("opens once the other handle is gone");
+        t.join().unwrap();
+        let _held = sled::Config::new().path(&path).open().unwrap();
+        let started = std::time::Instant::now();
+        assert!(SledStore::open(&path).is_err());
+        assert!(started.elapsed() >= std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX));
+    }
+    use crate::chain::{Sealed, ZERO_HASH};
+    use crate::events::{Event, OperatorNoted};
+    use crate::record::{Record, FORMAT_VERSION};
+
+    fn sealed_chain(from: u64, prev: crate::chain::Hash, n: usize) -> Vec<Sealed> {
+        let mut prev = prev;
+        (0..n as u64)
+            .map(|i| {
+                let seq = from + i;
+                let event = if seq == 0 {
+                    Event::LedgerCreated(crate::events::LedgerCreated {
+                        ledger_id: "00".repeat(16),
+                        format_version: FORMAT_VERSION,
+                        tool_version: "t".into(),
+                    })
+                } else {
+                    Event::OperatorNoted(OperatorNoted {
+                        lineage: None,
+                        text: format!("note {seq}"),
+                    })
+                };
+                let bytes = Record {
+                    format: FORMAT_VERSION,
+                    seq,
+                    recorded_at_utc_ns: seq,
+                    actor: "ci".into(),
+                    kind: event.kind().into(),
+                    idempotency_key: None,
+                    payload: event.encode_payload().unwrap(),
+                }
+                .encode();
+                let s = Sealed::new(prev, seq, bytes);
+                prev = s.hash;
+                s
+            })
+            .collect()
+    }
+
+    fn keys(batch: &[Sealed]) -> Vec<(String, u64)> {
+        batch
+            .iter()
+            .map(|s| (format!("k{}", s.seq), s.seq))
+            .collect()
+    }
+
+    #[test]
+    fn a_large_append_is_chunked_and_lands_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&tmp.path().join("s")).unwrap();
+        let genesis = sealed_chain(0, ZERO_HASH, 1);
+        let head = store.append(None, &genesis, &[]).unwrap();
+        let n = CHUNKED_APPEND_RECORDS_MIN * 2 + 7;
+        let batch = sealed_chain(1, head.hash, n);
+        let index = keys(&batch);
+        let new = store.append(Some(head), &batch, &index).unwrap();
+        assert_eq!(new.seq, n as u64);
+        assert_eq!(store.scan(0).count(), n + 1);
+        assert_eq!(store.idempotency_scan().count(), n);
+        assert_eq!(store.idempotency_seq("k5").unwrap(), Some(5));
+        assert!(store.meta.get(PENDING_KEY).unwrap().is_none());
+        // CAS: a large append against a stale head is refused, nothing written
+        let stale = sealed_chain(1, head.hash, n);
+        assert!(matches!(
+            store.append(Some(head), &stale, &[]),
+            Err(Error::HeadMoved { .. })
+        ));
+        assert_eq!(store.scan(0).count(), n + 1);
+    }
+
+    #[test]
+    fn an_append_interrupted_before_its_commit_point_is_discarded_on_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s");
+        let head = {
+            let store = SledStore::open(&path).unwrap();
+            let genesis = sealed_chain(0, ZERO_HASH, 1);
+            let head = store.append(None, &genesis, &[]).unwrap();
+            // What a crash after the marker and some chunks leaves.
+            let batch = sealed_chain(1, head.hash, 3000);
+            let mut marker = [0u8; 16];
+            marker[..8].copy_from_slice(&1u64.to_be_bytes());
+            marker[8..].copy_from_slice(&3000u64.to_be_bytes());
+            store.meta.insert(PENDING_KEY, &marker[..]).unwrap();
+            for s in &batch[..1500] {
+                store
+                    .records
+                    .insert(s.seq.to_be_bytes(), s.value())
+                    .unwrap();
+                store
+                    .idempotency
+                    .insert(format!("k{}", s.seq).as_bytes(), &s.seq.to_be_bytes())
+                    .unwrap();
+            }
+            store
+                .idempotency
+                .insert(b"older", &0u64.to_be_bytes())
+                .unwrap();
+            store.db.flush().unwrap();
+            head
+        };
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.scan(0).count(), 1, "unacknowledged records removed");
+        assert_eq!(
+            store.idempotency_scan().count(),
+            1,
+            "only the older entry stays"
+        );
+        assert!(store.meta.get(PENDING_KEY).unwrap().is_none());
+        let raw = store.head_raw().unwrap().unwrap();
+        assert_eq!(Head::from_bytes(&raw), Some(head));
+        // and the ledger appends again from the same head
+        let batch = sealed_chain(1, head.hash, 2000);
+        assert_eq!(
+            store.append(Some(head), &batch, &keys(&batch)).unwrap().seq,
+            2000
+        );
+    }
+
+    #[test]
+    fn a_marker_that_does_not_sit_at_the_head_is_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s");
+        {
+            let store = SledStore::open(&path).unwrap();
+            let genesis = sealed_chain(0, ZERO_HASH, 1);
+            store.append(None, &genesis, &[]).unwrap();
+            let mut marker = [0u8; 16];
+            marker[..8].copy_from_slice(&5u64.to_be_bytes());
+            marker[8..].copy_from_slice(&9u64.to_be_bytes());
+            store.meta.insert(PENDING_KEY, &marker[..]).unwrap();
+            store.db.flush().unwrap();
+        }
+        assert!(matches!(SledStore::open(&path), Err(Error::Damage(_))));
     }
 }

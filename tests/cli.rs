@@ -9,6 +9,8 @@ use benchledger::ledger::Ledger;
 use benchledger::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
+#[path = "cli/report.rs"] mod report;
+
 /// A temp dir with a ledger path inside; every command runs with a clean
 /// environment for the variables the CLI reads.
 struct Harness {

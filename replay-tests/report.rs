@@ -1,0 +1,130 @@
+//! The report of every recorded lineage (issue 8): every ledger of
+//! `replay-tests/ledgers/` imports, and each of its lineages renders to its
+//! reviewed markdown snapshot (`replay-tests/snapshots/replay__report__*`);
+//! the numbers of the table are fields of the JSON form, and a rejected
+//! group never carries a cost claim (VERDICT-2).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use benchledger::ledger::Ledger;
+use benchledger::projections::replay_scanning;
+use benchledger::report::{self, LedgerHead};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn ledgers() -> Vec<(String, PathBuf)> {
+    let mut v: Vec<_> = std::fs::read_dir(root().join("replay-tests/ledgers"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().to_string(), p))
+        .collect();
+    v.sort();
+    v
+}
+
+fn import(name: &str, path: &Path) -> (tempfile::TempDir, Ledger) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    benchledger::export::import_jsonl(&mut text.as_bytes(), name, &dir, Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ledger = Ledger::open(&dir, Duration::from_secs(5)).unwrap();
+    (tmp, ledger)
+}
+
+/// Every recorded lineage's report equals its reviewed snapshot; the
+/// table's numbers come from the JSON form; rejected groups are
+/// diagnostics without a cost claim.
+#[test]
+fn every_recorded_lineage_reports_to_its_snapshot() {
+    // rule REPORT-6, VERDICT-2, REPORT-2
+    let all = ledgers();
+    assert!(all.len() >= 14, "only {} recorded ledgers", all.len());
+    let mut reports = 0;
+    for (name, path) in all {
+        let (_t, ledger) = import(&name, &path);
+        let state = replay_scanning(&ledger).unwrap();
+        let h = ledger.head().unwrap();
+        let several = state.lineages.len() > 1;
+        for lineage in state.lineages.keys() {
+            let head = LedgerHead {
+                head_seq: h.seq,
+                head_hash: hex::encode(h.hash),
+            };
+            let r = report::build(&state, Some(lineage), head).unwrap();
+            let md = report::render_markdown(&r);
+            for g in &r.groups {
+                let row = md
+                    .lines()
+                    .find(|l| l.starts_with(&format!("| {} ", g.group)) && l.contains(" | "))
+                    .unwrap_or_else(|| panic!("{name}/{lineage}: no table row for {}", g.group));
+                assert!(
+                    row.contains(&format!("| {}/{} |", g.passed, g.total)),
+                    "{row}"
+                );
+                if let Some(s) = &g.score_pct {
+                    assert!(row.contains(&format!("{}%", s.text)), "{row}");
+                }
+                if let Some(c) = &g.cost {
+                    assert!(row.contains(&format!("${}", c.usd)), "{row}");
+                }
+                if !g.accepted {
+                    assert!(row.contains("(diagnostics only)"), "{row}");
+                    assert!(
+                        g.cost.is_none() && g.cost_delta_pct.is_none(),
+                        "{name}: {g:?}"
+                    );
+                    assert!(!g.comparable);
+                }
+            }
+            let svg = report::render_svg(&r);
+            assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+            let snap = if several {
+                format!("{name}__{lineage}")
+            } else {
+                name.clone()
+            };
+            insta::assert_snapshot!(snap, md);
+            reports += 1;
+        }
+    }
+    assert!(reports >= 16, "only {reports} reports");
+}
+
+/// The control-reuse lineage compares its round with the reused control's
+/// own numbers and names the control it reuses (LINEAGE-6, LINEAGE-9).
+#[test]
+fn a_reusing_lineage_reports_against_the_reused_control() {
+    // rule LINEAGE-9, REPORT-4
+    let (name, path) = ledgers()
+        .into_iter()
+        .find(|(n, _)| n == "control-reuse")
+        .unwrap();
+    let (_t, ledger) = import(&name, &path);
+    let state = replay_scanning(&ledger).unwrap();
+    let head = LedgerHead {
+        head_seq: 0,
+        head_hash: String::new(),
+    };
+    let r = report::build(&state, Some("short13-kimi-2026-12"), head).unwrap();
+    assert!(r.control.reused);
+    assert_eq!(
+        r.control.source.as_deref(),
+        Some("short13-kimi-2026-11/control")
+    );
+    let c = &r.groups[0];
+    assert_eq!(
+        (c.group.as_str(), c.source.as_str()),
+        ("control", "short13-kimi-2026-11/control")
+    );
+    assert!(c.accepted);
+    let r1 = &r.groups[1];
+    assert_eq!(r.control.intersections[0].included, 13);
+    assert!(r1.comparable, "{r1:?}");
+    assert!(r1.cost_delta_pct.is_some());
+}

@@ -1,0 +1,1058 @@
+//! benchledger's benchmark (issue #9): every figure from one run, side by
+//! side, as ratios, because these machines are noisy.
+//!
+//!     cargo bench --no-default-features --bench ledger               # everything
+//!     cargo bench --no-default-features --bench ledger -- replay cli # some sections
+//!
+//! Sections: `ingest` (durable batched ingest vs raw sled vs SQLite WAL),
+//! `cli` (one durable append through the CLI vs process start + one fsync),
+//! `verify` (records/s vs raw BLAKE3 over the same bytes), `replay` (every
+//! projection at 15k, 150k and 1.5M events, peak RSS of a child per scale),
+//! `decide` (`case start` on a 150k-event ledger, in-process breakdown and
+//! end to end). Options: `--work DIR` (default `$CARGO_TARGET_DIR/bench-work`;
+//! generated ledgers are kept there and reused), `--fresh` (regenerate),
+//! `--rows N` (ingest rows, 100000), `--batch B` (1000), `--rounds R` (3),
+//! `--runs K` (CLI runs, 50), `--scales 15k,150k,1.5m`.
+//!
+//! Every measurement that reports memory runs in its own child process
+//! (this program re-executed as `child ...`) and reads its own VmHWM.
+//! Without `--bench` (that is, under `cargo test --all-targets`) the program
+//! runs every section once at a tiny scale and checks nothing but that it
+//! works: a smoke run, never a timed test. See tools/BENCHMARKS.md.
+
+mod baselines;
+mod gen;
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use benchledger::chain::{link_hash, Walker, ZERO_HASH};
+use benchledger::events::{CaseRef, Event, OperatorNoted};
+use benchledger::ledger::{Draft, Ledger};
+use benchledger::record::Record;
+use benchledger::store::Store;
+use serde_json::{json, Value};
+
+use util::{child, emit, median, mib, percentile, si, vm_hwm_kib};
+
+/// Bumped whenever the generator's output changes: older kept ledgers are
+/// regenerated.
+const GEN_VERSION: u32 = 1;
+const LOCK: Duration = Duration::from_secs(30);
+
+struct Opts {
+    sections: Vec<String>,
+    work: PathBuf,
+    fresh: bool,
+    rows: usize,
+    batch: usize,
+    rounds: usize,
+    runs: usize,
+    scales: Vec<gen::Scale>,
+    /// The scale the CLI, verify and decide sections use.
+    main_scale: gen::Scale,
+    bin: PathBuf,
+    smoke: bool,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("child") {
+        return run_child(&args[1..]);
+    }
+    let opts = parse(&args);
+    std::fs::create_dir_all(&opts.work).expect("work dir");
+    let mut results = serde_json::Map::new();
+    results.insert("machine".into(), machine());
+    println!(
+        "# benchledger bench: {}\n",
+        if opts.smoke {
+            "smoke run (tiny scale)"
+        } else {
+            "full run"
+        }
+    );
+    println!(
+        "work dir {}; benchledger binary {}\n",
+        opts.work.display(),
+        opts.bin.display()
+    );
+    let want = |s: &str| opts.sections.is_empty() || opts.sections.iter().any(|x| x == s);
+    let t = Instant::now();
+    let ledgers = if want("replay") || want("cli") || want("verify") || want("decide") {
+        ensure_ledgers(&opts)
+    } else {
+        Vec::new()
+    };
+    if want("ingest") {
+        results.insert("ingest".into(), section_ingest(&opts));
+    }
+    if want("cli") {
+        results.insert(
+            "cli".into(),
+            section_cli(&opts, main_ledger(&opts, &ledgers)),
+        );
+    }
+    if want("verify") {
+        results.insert(
+            "verify".into(),
+            section_verify(&opts, main_ledger(&opts, &ledgers)),
+        );
+    }
+    if want("replay") {
+        results.insert("replay".into(), section_replay(&ledgers));
+    }
+    if want("decide") {
+        results.insert(
+            "decide".into(),
+            section_decide(&opts, main_ledger(&opts, &ledgers)),
+        );
+    }
+    if opts.sections.iter().any(|x| x == "crash") {
+        results.insert("crash".into(), section_crash(&opts));
+    }
+    let out = opts.work.join("results.json");
+    std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&Value::Object(results)).expect("json"),
+    )
+    .expect("write results");
+    println!(
+        "\nall sections in {:.0} s; results in {}",
+        t.elapsed().as_secs_f64(),
+        out.display()
+    );
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: ledger [ingest|cli|verify|replay|decide]... [--work DIR] [--fresh] [--rows N] [--batch B] \
+         [--rounds R] [--runs K] [--scales 15k,150k,1.5m] [--bin BENCHLEDGER]"
+    );
+    std::process::exit(2);
+}
+
+fn parse(args: &[String]) -> Opts {
+    let smoke = !args.iter().any(|a| a == "--bench");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let mut o = Opts {
+        sections: Vec::new(),
+        work: target.join(if smoke { "bench-smoke" } else { "bench-work" }),
+        fresh: smoke,
+        rows: if smoke { 2_000 } else { 100_000 },
+        batch: if smoke { 200 } else { 1_000 },
+        rounds: if smoke { 1 } else { 3 },
+        runs: if smoke { 3 } else { 50 },
+        scales: if smoke {
+            vec![gen::SMOKE]
+        } else {
+            gen::SCALES.to_vec()
+        },
+        main_scale: if smoke { gen::SMOKE } else { gen::SCALES[1] },
+        bin: PathBuf::from(env!("CARGO_BIN_EXE_benchledger")),
+        smoke,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--bench" => {}
+            "--work" => o.work = PathBuf::from(val()),
+            "--fresh" => o.fresh = true,
+            "--rows" => o.rows = val().parse().unwrap_or_else(|_| usage()),
+            "--batch" => o.batch = val().parse().unwrap_or_else(|_| usage()),
+            "--rounds" => o.rounds = val().parse().unwrap_or_else(|_| usage()),
+            "--runs" => o.runs = val().parse().unwrap_or_else(|_| usage()),
+            "--bin" => o.bin = PathBuf::from(val()),
+            "--scales" => {
+                o.scales = val()
+                    .split(',')
+                    .map(|s| gen::scale(s).unwrap_or_else(|| usage()))
+                    .collect();
+                if !o.scales.iter().any(|s| s.name == o.main_scale.name) {
+                    o.main_scale = o.scales[o.scales.len().min(2) / 2];
+                }
+            }
+            s if !s.starts_with('-') => o.sections.push(s.to_string()),
+            _ => usage(),
+        }
+    }
+    o
+}
+
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().map(|l| l.to_string()))
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    println!("machine: {cpu}, {cores} cores, {mem}, kernel {kernel}\n");
+    json!({ "cpu": cpu, "cores": cores, "mem": mem, "kernel": kernel })
+}
+
+// ---------------------------------------------------------------------------
+// Generated ledgers
+// ---------------------------------------------------------------------------
+
+struct Generated {
+    scale: gen::Scale,
+    dir: PathBuf,
+    events: u64,
+    open: gen::OpenWork,
+}
+
+fn main_ledger<'a>(opts: &Opts, ledgers: &'a [Generated]) -> &'a Generated {
+    ledgers
+        .iter()
+        .find(|g| g.scale.name == opts.main_scale.name)
+        .unwrap_or_else(|| ledgers.last().expect("a generated ledger"))
+}
+
+fn ensure_ledgers(opts: &Opts) -> Vec<Generated> {
+    println!("## Generated ledgers\n");
+    println!("| scale | lineages | class | cases | events | on disk | generated in |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let mut scales = opts.scales.clone();
+    if !scales.iter().any(|s| s.name == opts.main_scale.name) {
+        scales.push(opts.main_scale);
+    }
+    let mut out = Vec::new();
+    for s in scales {
+        let dir = opts.work.join(format!("ledger-{}", s.name));
+        let marker = opts.work.join(format!("ledger-{}.json", s.name));
+        let kept: Option<Value> = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .filter(|v: &Value| {
+                v["gen_version"] == GEN_VERSION && v["crate"] == env!("CARGO_PKG_VERSION")
+            });
+        let (v, how) = match kept {
+            Some(v) if !opts.fresh && Ledger::exists(&dir) => (v, "kept".to_string()),
+            _ => {
+                let _ = std::fs::remove_dir_all(&dir);
+                let _ = std::fs::remove_file(&marker);
+                let mut v = child(&["gen", s.name, &dir.display().to_string()]);
+                v["gen_version"] = json!(GEN_VERSION);
+                v["crate"] = json!(env!("CARGO_PKG_VERSION"));
+                std::fs::write(&marker, v.to_string()).expect("marker");
+                let how = format!("{:.0} s", v["secs"].as_f64().unwrap_or(0.0));
+                (v, how)
+            }
+        };
+        let events = v["events"].as_u64().unwrap_or(0);
+        let cases = (s.tasks * s.trials * 4 + gen::CONCURRENCY) * s.lineages;
+        println!(
+            "| {} | {} | {} | {} | {} | {:.0} MiB | {} |",
+            s.name,
+            s.lineages,
+            s.class,
+            cases,
+            events,
+            util::du_bytes(&dir) as f64 / 1048576.0,
+            how
+        );
+        let open = gen::OpenWork {
+            lineage: v["open"]["lineage"].as_str().unwrap_or("").into(),
+            group: v["open"]["group"].as_str().unwrap_or("").into(),
+            cases: v["open"]["cases"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|c| c.as_str())
+                        .map(parse_case)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        out.push(Generated {
+            scale: s,
+            dir,
+            events,
+            open,
+        });
+    }
+    println!();
+    out
+}
+
+fn parse_case(s: &str) -> CaseRef {
+    let (task, trial) = s.split_once('/').expect("task/trial");
+    CaseRef {
+        task: task.into(),
+        trial: trial.into(),
+        replacement: 0,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sections
+// ---------------------------------------------------------------------------
+
+fn section_ingest(opts: &Opts) -> Value {
+    let (record, payload) = baselines::usage_record_bytes();
+    println!("## Durable batched ingest\n");
+    println!(
+        "{} usage rows (record {record} B: payload {payload} B + header with the row key; stored value {} B), \
+         median of {} interleaved rounds, each run a fresh store in its own process.\n",
+        opts.rows,
+        record + 64,
+        opts.rounds
+    );
+    let mut batches = vec![opts.batch];
+    if opts.rows != opts.batch {
+        batches.push(opts.rows); // one file = one append, as `ingest usage` does
+    }
+    let mut out = Vec::new();
+    println!(
+        "| batch | system | rows/s | MB/s of records | time vs ledger | peak RSS (workload held) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for &b in &batches {
+        let mut secs: [Vec<f64>; 3] = Default::default();
+        let mut rss = [0u64; 3];
+        let mut base = [0u64; 3];
+        let mut bytes = 0u64;
+        let systems = ["ledger", "sled", "sqlite"];
+        for _ in 0..opts.rounds {
+            for (i, sys) in systems.iter().enumerate() {
+                let dir = opts.work.join(format!("ingest-{sys}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                let v = child(&[
+                    "ingest",
+                    sys,
+                    &dir.display().to_string(),
+                    &opts.rows.to_string(),
+                    &b.to_string(),
+                ]);
+                secs[i].push(v["secs"].as_f64().unwrap_or(f64::NAN));
+                rss[i] = rss[i].max(v["rss_kib"].as_u64().unwrap_or(0));
+                base[i] = base[i].max(v["base_kib"].as_u64().unwrap_or(0));
+                bytes = v["record_bytes"].as_u64().unwrap_or(bytes);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+        let med: Vec<f64> = secs.iter().map(|s| median(s)).collect();
+        for (i, sys) in systems.iter().enumerate() {
+            println!(
+                "| {b} | {} | {} | {:.1} | {:.2}x | {:.0} MiB ({:.0}) |",
+                match *sys {
+                    "ledger" => "benchledger (Batch: guard, encode, chain, CAS transaction, flush)",
+                    "sled" => "raw sled (same bytes, plain inserts, one flush per batch)",
+                    _ => "SQLite WAL synchronous=FULL + BLAKE3 chain column",
+                },
+                si(opts.rows as f64 / med[i]),
+                bytes as f64 / med[i] / 1e6,
+                med[i] / med[0],
+                mib(rss[i]),
+                mib(base[i])
+            );
+        }
+        let vs_sled = med[1] / med[0];
+        let vs_sqlite = med[2] / med[0];
+        out.push(json!({
+            "batch": b, "rows": opts.rows, "record_bytes": bytes,
+            "secs": { "ledger": secs[0], "sled": secs[1], "sqlite": secs[2] },
+            "median_secs": med, "rss_kib": rss, "base_kib": base,
+            "ledger_vs_sled": vs_sled, "ledger_vs_sqlite": vs_sqlite,
+        }));
+        println!(
+            "\nbatch {b}: ledger throughput = **{vs_sled:.2}x raw sled** (target >= 0.8) and **{vs_sqlite:.2}x SQLite WAL** (target >= 2)\n"
+        );
+        if b == batches[0] {
+            println!("| batch | system | rows/s | MB/s of records | time vs ledger | peak RSS (workload held) |");
+            println!("| --- | --- | --- | --- | --- | --- |");
+        }
+    }
+    json!(out)
+}
+
+fn section_cli(opts: &Opts, g: &Generated) -> Value {
+    println!("## One durable append through the CLI\n");
+    let dir = opts.work.join("cli-ledger");
+    util::copy_dir(&g.dir, &dir);
+    let floor_file = opts.work.join("floor.dat");
+    // warm both binaries and the page cache
+    for _ in 0..3 {
+        spawn_timed(
+            &opts.bin,
+            &["--ledger", &dir.display().to_string(), "note", "warm-up"],
+        );
+        spawn_self_timed(&["child", "floor", &floor_file.display().to_string()]);
+    }
+    let mut cli = Vec::new();
+    let mut floor = Vec::new();
+    for i in 0..opts.runs {
+        floor.push(spawn_self_timed(&[
+            "child",
+            "floor",
+            &floor_file.display().to_string(),
+        ]));
+        cli.push(spawn_timed(
+            &opts.bin,
+            &[
+                "--ledger",
+                &dir.display().to_string(),
+                "note",
+                &format!("bench note {i}"),
+            ],
+        ));
+    }
+    let parts = child(&["open-append", &dir.display().to_string()]);
+    let (c50, c99, f50, f99) = (
+        percentile(&cli, 50.0),
+        percentile(&cli, 99.0),
+        percentile(&floor, 50.0),
+        percentile(&floor, 99.0),
+    );
+    println!(
+        "`benchledger note` on a copy of the {} ledger ({} events), {} runs interleaved with the floor \
+         (this program re-executed: process start, write 256 B, fsync, exit).\n",
+        g.scale.name, g.events, opts.runs
+    );
+    println!("| | p50 | p99 |");
+    println!("| --- | --- | --- |");
+    println!(
+        "| `benchledger note` (start to acknowledged flush, exit) | {:.1} ms | {:.1} ms |",
+        c50 * 1e3,
+        c99 * 1e3
+    );
+    println!(
+        "| floor: process start + one fsync of a small file | {:.1} ms | {:.1} ms |",
+        f50 * 1e3,
+        f99 * 1e3
+    );
+    println!(
+        "\nin-process parts of the same append: Ledger::open {:.1} ms (sled recovery), head check {:.2} ms, \
+         append + flush {:.1} ms, drop {:.1} ms; a bare fsync here takes {:.1} ms\n",
+        parts["open_ms"].as_f64().unwrap_or(0.0),
+        parts["head_ms"].as_f64().unwrap_or(0.0),
+        parts["append_ms"].as_f64().unwrap_or(0.0),
+        parts["drop_ms"].as_f64().unwrap_or(0.0),
+        parts["fsync_ms"].as_f64().unwrap_or(0.0),
+    );
+    println!("CLI p50 = **{:.2}x the floor** (target <= 2)\n", c50 / f50);
+    let _ = std::fs::remove_dir_all(&dir);
+    json!({ "events": g.events, "runs": opts.runs, "cli_secs": cli, "floor_secs": floor,
+            "cli_p50": c50, "cli_p99": c99, "floor_p50": f50, "floor_p99": f99, "ratio_p50": c50 / f50, "parts": parts })
+}
+
+fn spawn_timed(bin: &Path, args: &[&str]) -> f64 {
+    let t = Instant::now();
+    let st = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("spawn");
+    let secs = t.elapsed().as_secs_f64();
+    assert!(st.success(), "{} {args:?} failed: {st}", bin.display());
+    secs
+}
+
+fn spawn_self_timed(args: &[&str]) -> f64 {
+    spawn_timed(&std::env::current_exe().expect("exe"), args)
+}
+
+fn section_verify(opts: &Opts, g: &Generated) -> Value {
+    let _ = opts;
+    println!("## Verify\n");
+    let v = child(&["verify", &g.dir.display().to_string()]);
+    let n = v["records"].as_f64().unwrap_or(0.0);
+    let rate = |k: &str| n / v[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "`Ledger::verify` on the {} ledger: {} records, {:.1} MB of stored values, in a fresh process.\n",
+        g.scale.name,
+        n,
+        v["value_bytes"].as_f64().unwrap_or(0.0) / 1e6
+    );
+    println!("| what | records/s | time |");
+    println!("| --- | --- | --- |");
+    for (k, what) in [
+        (
+            "verify_secs",
+            "`Ledger::verify` (scan, link, decode + re-encode, index check)",
+        ),
+        (
+            "scan_secs",
+            "part: sled scan of every stored value (copied out)",
+        ),
+        (
+            "walk_secs",
+            "part: `Walker::step` over the values in memory (link + decode + canonical check)",
+        ),
+        (
+            "link_secs",
+            "part: link hash (BLAKE3 derive_key) over the values in memory",
+        ),
+        (
+            "decode_secs",
+            "part: `Record::decode` (record + payload, each re-encoded) in memory",
+        ),
+        (
+            "header_decode_secs",
+            "part of that: bincode decode of the record header alone (no payload, no re-encode)",
+        ),
+        (
+            "header_encode_secs",
+            "part of that: re-encoding the decoded header (the canonical check, once of two)",
+        ),
+        (
+            "blake3_secs",
+            "baseline: raw BLAKE3 of each stored value in memory",
+        ),
+    ] {
+        println!(
+            "| {what} | {} | {:.3} s |",
+            si(rate(k)),
+            v[k].as_f64().unwrap_or(0.0)
+        );
+    }
+    let ratio = rate("verify_secs") / rate("blake3_secs");
+    let verify_rate = rate("verify_secs");
+    println!(
+        "\nverify = **{} records/s** (target >= 1M) = **{ratio:.2}x raw BLAKE3** (target >= 0.5); peak RSS {:.0} MiB\n",
+        si(rate("verify_secs")),
+        mib(v["rss_kib"].as_u64().unwrap_or(0))
+    );
+    let mut v = v;
+    v["records_per_sec"] = json!(verify_rate);
+    v["ratio_to_blake3"] = json!(ratio);
+    v
+}
+
+/// The projection folds measured: `replay` (what `decide` needs) and, when
+/// the verdict projection's entry points exist, those too. Add new entry
+/// points here (and in `child replay`).
+///
+/// - `read`: the verified read alone (`Ledger::records`: scan, link, decode),
+///   no fold: what every projection pays first;
+/// - `replay`: `projections::replay`, the fold `decide` needs;
+/// - `verdicts`: `projections::replay_scanning` (the fold with the secret
+///   scan) and `verdict::group_verdict` of every group of every lineage.
+const PROJECTIONS: &[&str] = &["read", "replay", "verdicts"];
+
+fn section_replay(ledgers: &[Generated]) -> Value {
+    println!("## Replay of every projection\n");
+    println!("Each scale in its own process: `Ledger::open`, then the fold over the verified log; peak RSS is that process's VmHWM.\n");
+    println!("| projection | scale | events | open | replay | ns/event | events/s | peak RSS |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut out = Vec::new();
+    for p in PROJECTIONS {
+        for g in ledgers {
+            let v = child(&["replay", p, &g.dir.display().to_string()]);
+            let secs = v["replay_secs"].as_f64().unwrap_or(f64::NAN);
+            let n = v["events"].as_f64().unwrap_or(0.0);
+            println!(
+                "| {p} | {} | {} | {:.0} ms | {:.3} s | {:.0} | {} | {:.0} MiB |",
+                g.scale.name,
+                n,
+                v["open_secs"].as_f64().unwrap_or(0.0) * 1e3,
+                secs,
+                secs / n * 1e9,
+                si(n / secs),
+                mib(v["rss_kib"].as_u64().unwrap_or(0))
+            );
+            out.push(json!({ "projection": p, "scale": g.scale.name, "result": v }));
+        }
+    }
+    println!(
+        "\ntargets: 150k < 0.3 s, 1.5M < 3 s, linear (ns/event flat), peak RSS at 1.5M < 500 MiB\n"
+    );
+    json!(out)
+}
+
+fn section_decide(opts: &Opts, g: &Generated) -> Value {
+    println!("## `case start` decide latency\n");
+    let dir = opts.work.join("decide-ledger");
+    util::copy_dir(&g.dir, &dir);
+    let open = &g.open;
+    let frozen = {
+        let ledger = Ledger::open(&dir, LOCK).expect("open");
+        let state = benchledger::projections::replay(&ledger).expect("replay");
+        state.lineages[&open.lineage].frozen.clone()
+    };
+    util::wait_sled_unlocked(&dir);
+    let runs = opts.runs.min(open.cases.len().saturating_sub(1)).max(1);
+    // in-process breakdown, in a child (cold process, like the CLI)
+    let case = &open.cases[0];
+    let now = benchledger::timefmt::now_utc_ns();
+    let cfg = benchledger::trial_config::render(&frozen.manifest.public, &open.group, case)
+        .expect("render")
+        .blake3;
+    {
+        let ledger = Ledger::open(&dir, LOCK).expect("open");
+        gen::fresh_gates(&ledger, &frozen, &open.group, &cfg, now);
+    }
+    util::wait_sled_unlocked(&dir);
+    let parts = child(&[
+        "decide",
+        &dir.display().to_string(),
+        &open.lineage,
+        &open.group,
+        &case.task,
+        &case.trial,
+        &(now + 1).to_string(),
+    ]);
+    {
+        let ledger = Ledger::open(&dir, LOCK).expect("open");
+        gen::finish_case(
+            &ledger,
+            &open.lineage,
+            &open.group,
+            case,
+            benchledger::timefmt::now_utc_ns(),
+        );
+    }
+    util::wait_sled_unlocked(&dir);
+    let mut cli = Vec::new();
+    for case in open.cases.iter().skip(1).take(runs) {
+        let cfg = benchledger::trial_config::render(&frozen.manifest.public, &open.group, case)
+            .expect("render")
+            .blake3;
+        {
+            let ledger = Ledger::open(&dir, LOCK).expect("open");
+            gen::fresh_gates(
+                &ledger,
+                &frozen,
+                &open.group,
+                &cfg,
+                benchledger::timefmt::now_utc_ns(),
+            );
+        }
+        util::wait_sled_unlocked(&dir);
+        let group = format!("{}/{}", open.lineage, open.group);
+        let c = format!("{}/{}", case.task, case.trial);
+        cli.push(spawn_timed(
+            &opts.bin,
+            &[
+                "--ledger",
+                &dir.display().to_string(),
+                "case",
+                "start",
+                &group,
+                &c,
+                "--json",
+            ],
+        ));
+        let ledger = Ledger::open(&dir, LOCK).expect("open");
+        gen::finish_case(
+            &ledger,
+            &open.lineage,
+            &open.group,
+            case,
+            benchledger::timefmt::now_utc_ns(),
+        );
+        drop(ledger);
+        util::wait_sled_unlocked(&dir);
+    }
+    let (p50, p99) = (percentile(&cli, 50.0), percentile(&cli, 99.0));
+    let ms = |k: &str| parts[k].as_f64().unwrap_or(0.0);
+    println!(
+        "On a copy of the {} ledger ({} events), case identities of {}/{} never started, gates fresh.\n",
+        g.scale.name, g.events, open.lineage, open.group
+    );
+    println!("| part (in a fresh process) | time |");
+    println!("| --- | --- |");
+    println!("| `Ledger::open` | {:.1} ms |", ms("open_ms"));
+    println!(
+        "| `projections::replay` (verified read + fold of every event) | {:.1} ms |",
+        ms("replay_ms")
+    );
+    println!(
+        "| `decide::case_start` (pure) | {:.3} ms |",
+        ms("decide_ms")
+    );
+    println!(
+        "| append `case_started` + flush | {:.1} ms |",
+        ms("append_ms")
+    );
+    println!(
+        "\n`benchledger case start GROUP CASE --json` end to end, {runs} runs: p50 {:.1} ms, p99 {:.1} ms \
+         ({:.0}% of it is the replay)\n",
+        p50 * 1e3,
+        p99 * 1e3,
+        ms("replay_ms") / (p50 * 1e3) * 100.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    json!({ "events": g.events, "runs": runs, "cli_secs": cli, "cli_p50": p50, "cli_p99": p99, "parts": parts })
+}
+
+/// A kill test of large (chunked) appends: a writer appends batches of
+/// 1,100..=6,000 notes (past `CHUNKED_APPEND_RECORDS_MIN`) and prints an ack
+/// per record after each append returned; it is SIGKILLed at random
+/// moments; after every kill the ledger must open, verify, and hold every
+/// acknowledged record with its hash. Run explicitly: `-- crash`.
+fn section_crash(opts: &Opts) -> Value {
+    use std::io::BufRead;
+    println!("## Kill test of chunked appends\n");
+    let dir = opts.work.join("crash-ledger");
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(Ledger::create(&dir, LOCK, [3; 16], "operator:init", 0).expect("create"));
+    util::wait_sled_unlocked(&dir);
+    let kills = if opts.smoke { 3 } else { opts.runs.max(20) };
+    let mut seed = benchledger::timefmt::now_utc_ns();
+    let mut acks: Vec<(u64, String)> = Vec::new();
+    let t = Instant::now();
+    for k in 0..kills {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut c = Command::new(std::env::current_exe().expect("exe"))
+            .args([
+                "child",
+                "crash-writer",
+                &dir.display().to_string(),
+                &seed.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn writer");
+        let out = c.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || {
+            std::io::BufReader::new(out)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| {
+                    let mut p = l.split(' ');
+                    match (p.next(), p.next(), p.next()) {
+                        (Some("ack"), Some(s), Some(h)) => {
+                            Some((s.parse::<u64>().ok()?, h.to_string()))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        std::thread::sleep(Duration::from_millis(50 + (seed >> 33) % 1500));
+        c.kill().expect("kill");
+        c.wait().expect("wait");
+        acks.extend(reader.join().expect("reader"));
+        let ledger = Ledger::open(&dir, LOCK)
+            .unwrap_or_else(|e| panic!("kill {k} (seed {seed}): reopen: {e}"));
+        let report = ledger.verify().expect("verify");
+        assert!(
+            report.ok(),
+            "kill {k} (seed {seed}): damage {:?}",
+            report.damage
+        );
+        for (seq, hash) in &acks {
+            let v = ledger
+                .read(*seq)
+                .unwrap_or_else(|e| panic!("kill {k}: acknowledged seq {seq} lost: {e}"));
+            assert_eq!(
+                &hex::encode(v.hash),
+                hash,
+                "kill {k}: acknowledged seq {seq} changed"
+            );
+        }
+        drop(ledger);
+        util::wait_sled_unlocked(&dir);
+        if acks.len() > 5_000 {
+            acks = acks.iter().step_by(acks.len() / 1_000).cloned().collect();
+        }
+    }
+    let ledger = Ledger::open(&dir, LOCK).expect("open");
+    let report = ledger.verify().expect("verify");
+    println!(
+        "{kills} kills of a writer appending 1,100..=6,000 records per append: every reopen verified, \
+         every acknowledged record present with its hash; {} records at the end ({:.0} s)\n",
+        report.records,
+        t.elapsed().as_secs_f64()
+    );
+    drop(ledger);
+    let _ = std::fs::remove_dir_all(&dir);
+    json!({ "kills": kills, "records": report.records })
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+// ---------------------------------------------------------------------------
+
+fn run_child(args: &[String]) {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    match a.as_slice() {
+        ["gen", scale, dir] => {
+            let s = gen::scale(scale).expect("scale");
+            let t = Instant::now();
+            let (events, open) = gen::generate(Path::new(dir), &s);
+            emit(json!({
+                "events": events, "secs": t.elapsed().as_secs_f64(), "rss_kib": vm_hwm_kib(),
+                "open": { "lineage": open.lineage, "group": open.group,
+                          "cases": open.cases.iter().map(|c| format!("{}/{}", c.task, c.trial)).collect::<Vec<_>>() },
+            }));
+        }
+        ["ingest", sys, dir, n, b] => {
+            let (n, b): (usize, usize) = (n.parse().expect("n"), b.parse().expect("b"));
+            let r = match *sys {
+                "ledger" => baselines::ingest_ledger(Path::new(dir), n, b),
+                "sled" => baselines::ingest_sled(Path::new(dir), n, b),
+                "sqlite" => baselines::ingest_sqlite(Path::new(dir), n, b),
+                _ => panic!("unknown system {sys}"),
+            };
+            emit(
+                json!({ "secs": r.secs, "rows": r.rows, "record_bytes": r.record_bytes, "rss_kib": r.rss_kib, "base_kib": r.base_kib }),
+            );
+        }
+        ["floor", file] => {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(file)
+                .expect("open");
+            f.write_all(&[7u8; 256]).expect("write");
+            f.sync_all().expect("fsync");
+        }
+        ["open-append", dir] => {
+            let t = Instant::now();
+            let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
+            let open_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            ledger.head().expect("head");
+            let head_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            ledger
+                .append(&[note("in-process")], benchledger::timefmt::now_utc_ns())
+                .expect("append");
+            let append_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            drop(ledger);
+            let drop_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(Path::new(dir).join("fsync.probe"))
+                .expect("probe");
+            std::io::Write::write_all(&mut &f, &[1u8; 256]).expect("write");
+            f.sync_all().expect("fsync");
+            let fsync_ms = t.elapsed().as_secs_f64() * 1e3;
+            let _ = std::fs::remove_file(Path::new(dir).join("fsync.probe"));
+            emit(
+                json!({ "open_ms": open_ms, "head_ms": head_ms, "append_ms": append_ms, "drop_ms": drop_ms, "fsync_ms": fsync_ms }),
+            );
+        }
+        ["verify", dir] => emit(child_verify(Path::new(dir))),
+        ["crash-writer", dir, seed] => {
+            use std::io::Write;
+            let mut x: u64 = seed.parse().expect("seed");
+            let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
+            let mut n = 0u64;
+            loop {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let len = 1_100 + (x >> 33) as usize % 4_901;
+                let batch: Vec<Draft> = (0..len)
+                    .map(|i| {
+                        n += 1;
+                        Draft {
+                            idempotency_key: (i % 3 == 0).then(|| format!("crash-{x}-{n}")),
+                            ..note(&format!("crash {x} {n} {}", "x".repeat((n % 200) as usize)))
+                        }
+                    })
+                    .collect();
+                let done = ledger.append(&batch, n).expect("append");
+                let mut out = std::io::stdout().lock();
+                for a in done {
+                    writeln!(out, "ack {} {}", a.seq, hex::encode(a.hash)).expect("stdout");
+                }
+                out.flush().expect("stdout");
+            }
+        }
+        ["replay", projection, dir] => {
+            let rss_start = vm_hwm_kib();
+            let t = Instant::now();
+            let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
+            let open_secs = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let (events, lineages, verdicts) = match *projection {
+                "read" => {
+                    let mut n = 0u64;
+                    for v in ledger.records().expect("records") {
+                        v.expect("verified record");
+                        n += 1;
+                    }
+                    (n, 0, 0)
+                }
+                "replay" => {
+                    let state = benchledger::projections::replay(&ledger).expect("replay");
+                    (state.head_seq.map_or(0, |s| s + 1), state.lineages.len(), 0)
+                }
+                "verdicts" => {
+                    let state = benchledger::projections::replay_scanning(&ledger).expect("replay");
+                    let mut n = 0;
+                    for l in state.lineages.values() {
+                        for g in l.frozen.manifest.public.group_names() {
+                            std::hint::black_box(benchledger::verdict::group_verdict(&state, l, g));
+                            n += 1;
+                        }
+                    }
+                    (state.head_seq.map_or(0, |s| s + 1), state.lineages.len(), n)
+                }
+                other => panic!("unknown projection {other}"),
+            };
+            let replay_secs = t.elapsed().as_secs_f64();
+            emit(
+                json!({ "open_secs": open_secs, "replay_secs": replay_secs, "events": events, "verdicts": verdicts,
+                         "lineages": lineages, "rss_kib": vm_hwm_kib(), "rss_start_kib": rss_start }),
+            );
+        }
+        ["decide", dir, lineage, group, task, trial, now] => {
+            let t = Instant::now();
+            let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
+            let open_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            let state = benchledger::projections::replay(&ledger).expect("replay");
+            let replay_ms = t.elapsed().as_secs_f64() * 1e3;
+            let case = CaseRef {
+                task: task.to_string(),
+                trial: trial.to_string(),
+                replacement: 0,
+            };
+            let m = &state.lineages[*lineage].frozen.manifest.public;
+            let cfg = benchledger::trial_config::render(m, group, &case)
+                .expect("render")
+                .blake3;
+            let cmd = benchledger::decide::CaseStart {
+                lineage: Some(lineage.to_string()),
+                group: group.to_string(),
+                case: case.clone(),
+                trial_name: benchledger::trial_config::trial_name(task, group, &case),
+                trial_config_blake3: cfg,
+                command: vec![],
+                now_utc_ns: now.parse().expect("now"),
+            };
+            let t = Instant::now();
+            let events =
+                benchledger::decide::case_start(&state, cmd).expect("case start is accepted");
+            let decide_ms = t.elapsed().as_secs_f64() * 1e3;
+            let drafts: Vec<Draft> = events
+                .into_iter()
+                .map(|event| Draft {
+                    actor: "operator:alice".into(),
+                    event,
+                    idempotency_key: None,
+                })
+                .collect();
+            let t = Instant::now();
+            ledger
+                .append(&drafts, now.parse().expect("now"))
+                .expect("append");
+            let append_ms = t.elapsed().as_secs_f64() * 1e3;
+            emit(
+                json!({ "open_ms": open_ms, "replay_ms": replay_ms, "decide_ms": decide_ms, "append_ms": append_ms, "rss_kib": vm_hwm_kib() }),
+            );
+        }
+        _ => {
+            eprintln!("unknown child command {a:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn note(text: &str) -> Draft {
+    Draft {
+        actor: "operator:alice".into(),
+        event: Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: text.into(),
+        }),
+        idempotency_key: None,
+    }
+}
+
+fn child_verify(dir: &Path) -> Value {
+    let t = Instant::now();
+    let ledger = Ledger::open(dir, LOCK).expect("open");
+    let open_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let report = ledger.verify().expect("verify");
+    let verify_secs = t.elapsed().as_secs_f64();
+    assert!(
+        report.ok(),
+        "the generated ledger verifies: {:?}",
+        report.damage
+    );
+    let rss_kib = vm_hwm_kib();
+    let t = Instant::now();
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = ledger.store().scan(0).map(|p| p.expect("scan")).collect();
+    let scan_secs = t.elapsed().as_secs_f64();
+    let value_bytes: usize = pairs.iter().map(|(_, v)| v.len()).sum();
+    let t = Instant::now();
+    let mut acc = 0u8;
+    for (_, v) in &pairs {
+        acc ^= blake3::hash(v).as_bytes()[0];
+    }
+    let blake3_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut prev = ZERO_HASH;
+    for (seq, (_, v)) in pairs.iter().enumerate() {
+        prev = link_hash(&prev, seq as u64, &v[64..]);
+        acc ^= prev[0];
+    }
+    let link_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for (_, v) in &pairs {
+        acc ^= Record::decode(&v[64..])
+            .map(|d| d.record.kind.len() as u8)
+            .unwrap_or(0);
+    }
+    let decode_secs = t.elapsed().as_secs_f64();
+    // the same decode split: the header alone, without the canonical
+    // re-encode, then the re-encode alone (what `codec::decode_canonical`
+    // adds to every decode, twice per record)
+    let config = bincode::config::standard()
+        .with_big_endian()
+        .with_fixed_int_encoding()
+        .with_limit::<{ benchledger::limits::RECORD_BYTES_MAX }>();
+    let t = Instant::now();
+    let headers: Vec<Record> = pairs
+        .iter()
+        .map(|(_, v)| {
+            bincode::serde::decode_from_slice::<Record, _>(&v[64..], config)
+                .expect("header")
+                .0
+        })
+        .collect();
+    let header_decode_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for r in &headers {
+        acc ^= r.encode().len() as u8;
+    }
+    let header_encode_secs = t.elapsed().as_secs_f64();
+    drop(headers);
+    let t = Instant::now();
+    let mut w = Walker::from_genesis();
+    for (k, v) in &pairs {
+        w.step(k, v).expect("step");
+    }
+    let walk_secs = t.elapsed().as_secs_f64();
+    std::hint::black_box(acc);
+    json!({
+        "records": report.records, "value_bytes": value_bytes, "open_secs": open_secs,
+        "verify_secs": verify_secs, "scan_secs": scan_secs, "blake3_secs": blake3_secs,
+        "link_secs": link_secs, "decode_secs": decode_secs, "walk_secs": walk_secs, "rss_kib": rss_kib,
+        "header_decode_secs": header_decode_secs, "header_encode_secs": header_encode_secs,
+    })
+}
