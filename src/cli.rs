@@ -413,7 +413,17 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
+            let text = e.render().to_string();
+            match crate::secrets::scan(&text) {
+                // clap quotes the offending argument: never echo a credential.
+                Some(found) => eprintln!(
+                    "error: invalid arguments; the message is withheld because it would echo a value that looks like a credential ({}). Run with --help for the usage.",
+                    found.shape
+                ),
+                None => {
+                    let _ = e.print();
+                }
+            }
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
@@ -434,7 +444,7 @@ pub fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let class = classify(&e);
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::secrets::withhold(&format!("{e:#}")));
             ExitCode::from(class.code())
         }
     }

@@ -101,6 +101,9 @@ pub struct OutcomeArgs {
 }
 
 fn file_facts(path: &Path) -> anyhow::Result<(u64, String)> {
+    if path.is_dir() {
+        return Err(Error::input(format!("{} is a directory, not a file", path.display())).into());
+    }
     let file = std::fs::File::open(path)
         .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
     let mut h = blake3::Hasher::new();

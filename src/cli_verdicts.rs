@@ -740,11 +740,11 @@ pub fn run_audit(cli: &Cli, as_json: bool, wait: Duration) -> anyhow::Result<Exi
             .damage
             .as_ref()
             .map(|d| format!("seq {}: {}", d.seq, d.kind));
-        return Err(Error::input(format!(
-            "the ledger does not verify ({}); run `verify`",
+        eprintln!(
+            "error: the ledger does not verify ({}); run `verify`",
             d.unwrap_or_default()
-        ))
-        .into());
+        );
+        return Ok(ExitCode::from(ExitClass::CheckFailed.code()));
     }
     let lines = audit(&ledger)?;
     let bad = lines.iter().filter(|l| !l.differences.is_empty()).count();

@@ -136,6 +136,7 @@ fn encode_draft(d: &Draft, payload: Vec<u8>, seq: u64, now_ns: u64) -> Result<Ve
     if let Some(k) = &d.idempotency_key {
         record::check_idempotency_key(k)?;
     }
+    crate::guard::check_header(&d.actor, d.idempotency_key.as_deref())?;
     crate::guard::check_event(&d.event)?;
     let bytes = Record {
         format: FORMAT_VERSION,
@@ -182,6 +183,9 @@ impl Ledger {
         actor: &str,
         now_ns: u64,
     ) -> Result<(Ledger, Appended)> {
+        // Check what the genesis record needs before anything is created.
+        record::check_actor(actor)?;
+        crate::guard::check_header(actor, None)?;
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
         if Self::exists(dir) {

@@ -43,3 +43,6 @@ pub mod vectors;
 pub mod verdict;
 
 pub use error::{Error, ExitClass, Result};
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -624,7 +624,7 @@ fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Resul
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        Error::input(format!("{source}: {msg}"))
+        Error::input(crate::secrets::withhold(&format!("{source}: {msg}")))
     })
 }
 
@@ -1378,10 +1378,10 @@ fn commit_private(m: &ManifestFile, p: &PrivateFile, src: &str) -> Result<Privat
         return Err(input(
             src,
             "lineage",
-            format!(
+            crate::secrets::withhold(&format!(
                 "{:?} is not the public manifest's lineage {:?}",
                 p.lineage, m.lineage
-            ),
+            )),
         ));
     }
     let key = commitment_key(&p.commitment_key, src)?;

@@ -72,6 +72,25 @@ pub fn scan(text: &str) -> Option<SecretFinding> {
     (0..bytes.len()).find_map(|at| match_at(bytes, at))
 }
 
+/// A message safe to print: when `message` would echo a credential-shaped
+/// value (a parser quoting the offending input), only the text before that
+/// value is kept, with a note saying the rest is withheld.
+pub fn withhold(message: &str) -> String {
+    match scan(message) {
+        None => message.to_string(),
+        Some(found) => {
+            let cut = message[..found.offset]
+                .rfind(['\n', '"', '\'', '`', '='])
+                .unwrap_or(found.offset);
+            format!(
+                "{}<withheld: the message would echo a value that looks like a credential ({})>",
+                &message[..cut],
+                found.shape
+            )
+        }
+    }
+}
+
 /// A value's redacted echo that is safe to print in an error: length and
 /// shape only, never the value.
 pub fn describe_redacted(text: &str) -> String {

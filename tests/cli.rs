@@ -9,6 +9,10 @@ use benchledger::ledger::Ledger;
 use benchledger::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
+#[path = "cli/bad_inputs.rs"]
+mod bad_inputs;
+#[path = "cli/reliability.rs"]
+mod reliability;
 #[path = "cli/report.rs"] mod report;
 
 /// A temp dir with a ledger path inside; every command runs with a clean

@@ -6,12 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-kills="${CRASHTEST_KILLS:-60}"
+kills="${CRASHTEST_KILLS:-100}"
 
 echo "== cargo test: the core without the AWS SDK (unit, CLI, replay) =="
 cargo test --no-default-features --all-targets
 
-echo "== kill test: ${kills} SIGKILLs of a writer mid-append =="
+echo "== kill test: ${kills} SIGKILLs of a writer mid-append or mid-ingest =="
 cargo run --quiet --no-default-features --example crashtest -- drive --kills "${kills}"
 
 echo "== the AWS emulator (moto server with the EC2 vCPU quota) =="
@@ -19,6 +19,16 @@ bash tools/moto/check.sh
 
 echo "== AWS gates against the moto server: STS, quota, exact-tag residue, terminate (feature aws) =="
 bash tools/moto/test-aws.sh
+
+# --- reliability and security harness (issue 10; tools/RELIABILITY.md) ---------
+# Races, the secret-guard corpus, the bad-input corpus and the fuzzers run in
+# `cargo test` above (FUZZ_CASES scales the fuzzers); these are the rest, short.
+
+echo "== tamper: ${TAMPER_TRIALS:-200} trials of each damage kind against a 10,000-record ledger =="
+cargo run --quiet --no-default-features --example tamper -- --trials "${TAMPER_TRIALS:-200}"
+
+echo "== disk full: appends on a small file system until it is full =="
+bash tools/diskfull.sh
 
 echo "== Harbor 0.25.0 tooling (TrialConfig validation with Harbor's own models) =="
 bash tools/harbor/check.sh
