@@ -716,7 +716,16 @@ pub(crate) fn decide_and_append(
     decide: impl FnOnce(&crate::projections::State) -> crate::Result<Vec<Event>>,
 ) -> anyhow::Result<Vec<crate::ledger::Appended>> {
     let state = crate::projections::replay(ledger)?;
-    let events = decide(&state)?;
+    append_events(ledger, actor, now_ns, decide(&state)?)
+}
+
+/// Appends `events` by `actor` in one atomic batch (no idempotency keys).
+pub(crate) fn append_events(
+    ledger: &Ledger,
+    actor: &str,
+    now_ns: u64,
+    events: Vec<Event>,
+) -> anyhow::Result<Vec<crate::ledger::Appended>> {
     let drafts: Vec<Draft> = events
         .into_iter()
         .map(|event| Draft {

@@ -24,7 +24,9 @@ use crate::checks;
 use crate::cli::{print_json, BadUsage, Cli};
 use crate::error::{Error, ExitClass};
 use crate::events::{CheckRecorded, CleanupAudited, Event, GroupRef, Status};
-use crate::ledger::{Appended, Draft, Ledger};
+#[cfg(any(feature = "aws", test))]
+use crate::ledger::Draft;
+use crate::ledger::{Appended, Ledger};
 use crate::manifest::Tier;
 use crate::projections::{replay, LineageState};
 use crate::timefmt::now_utc_ns;
@@ -339,15 +341,7 @@ fn require_group(l: &LineageState, group: &str) -> anyhow::Result<()> {
 /// Appends events in one atomic batch under the writer lock.
 fn append(cli: &Cli, wait: Duration, events: Vec<Event>) -> anyhow::Result<Vec<Appended>> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
-    let drafts: Vec<Draft> = events
-        .into_iter()
-        .map(|event| Draft {
-            actor: cli.actor.clone(),
-            event,
-            idempotency_key: None,
-        })
-        .collect();
-    Ok(ledger.append(&drafts, now_utc_ns())?)
+    crate::cli::append_events(&ledger, &cli.actor, now_utc_ns(), events)
 }
 
 fn record_check(

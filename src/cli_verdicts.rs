@@ -15,7 +15,7 @@ use crate::cli_cases::{parse_case, parse_group};
 use crate::error::Error;
 use crate::error::ExitClass;
 use crate::events::{Event, GroupRef, InvalidReason, RefusalClass};
-use crate::ledger::{Draft, Ledger};
+use crate::ledger::Ledger;
 use crate::projections::{replay_scanning, replay_until, At, State};
 use crate::timefmt::now_utc_ns;
 use crate::verdict::{self, Verdict};
@@ -240,16 +240,7 @@ fn decide_scanning(
     decide: impl FnOnce(&State) -> crate::Result<Vec<Event>>,
 ) -> anyhow::Result<Vec<crate::ledger::Appended>> {
     let state = replay_scanning(ledger)?;
-    let events = decide(&state)?;
-    let drafts: Vec<Draft> = events
-        .into_iter()
-        .map(|event| Draft {
-            actor: cli.actor.clone(),
-            event,
-            idempotency_key: None,
-        })
-        .collect();
-    Ok(ledger.append(&drafts, now_utc_ns())?)
+    crate::cli::append_events(ledger, &cli.actor, now_utc_ns(), decide(&state)?)
 }
 
 fn report_appended(
