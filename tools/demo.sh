@@ -14,7 +14,7 @@ export_file="${1:-replay-tests/ledgers/short13-accepted.jsonl}"
 ledger_dir="demo-ledger"
 
 cargo build --release --no-default-features --quiet --bin benchledger
-bl=target/release/benchledger
+bl="${CARGO_TARGET_DIR:-target}/release/benchledger"
 
 rm -rf "${ledger_dir}"
 echo "== import ${export_file} into ${ledger_dir} (every line re-verified byte for byte) =="
