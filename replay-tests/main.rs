@@ -251,17 +251,33 @@ mod corpus {
         let cases = [
             ("short13-accepted", "r2", "accepted"),
             ("rejected-runtime-stops-lineage", "r1", "rejected_runtime"), // rule CASE-3
-            ("rejected-settlement-pending", "control", "rejected_settlement"), // rule SETTLE-4
-            ("rejected-settlement-charge-mismatch", "control", "rejected_settlement"), // rule SETTLE-5
-            ("rejected-join-duplicate-id", "control", "rejected_join"), // rule JOIN-1
-            ("rejected-join-extra-usage", "control", "rejected_join"), // rule JOIN-1
-            ("rejected-cleanup-stray-volume", "control", "rejected_cleanup"), // rule CLEAN-2
-            ("rejected-cleanup-monitor-peak", "control", "rejected_cleanup"), // rule CLEAN-2
+            (
+                "rejected-settlement-pending",
+                "control",
+                "rejected_settlement",
+            ), // rule SETTLE-4
+            (
+                "rejected-settlement-charge-mismatch",
+                "control",
+                "rejected_settlement",
+            ), // rule SETTLE-5
+            ("rejected-join-duplicate-id", "control", "rejected_join"),   // rule JOIN-1
+            ("rejected-join-extra-usage", "control", "rejected_join"),    // rule JOIN-1
+            (
+                "rejected-cleanup-stray-volume",
+                "control",
+                "rejected_cleanup",
+            ), // rule CLEAN-2
+            (
+                "rejected-cleanup-monitor-peak",
+                "control",
+                "rejected_cleanup",
+            ), // rule CLEAN-2
             ("rejected-manifest-config", "control", "rejected_manifest"), // rule GATE-7
             ("rejected-safety-low-scores", "r1", "rejected_safety_limit"), // rule VERDICT-1
-            ("skip-valid", "r1", "accepted"), // rule CASE-6
-            ("skip-invalid", "control", "rejected_runtime"), // rule CASE-6
-            ("crash-resume", "control", "rejected_runtime"), // rule CASE-3
+            ("skip-valid", "r1", "accepted"),                             // rule CASE-6
+            ("skip-invalid", "control", "rejected_runtime"),              // rule CASE-6
+            ("crash-resume", "control", "rejected_runtime"),              // rule CASE-3
         ];
         for (name, group, want) in cases {
             let got = statuses(name);
@@ -294,10 +310,29 @@ mod corpus {
                 out_dir: g.out_dir.clone(),
             },
         );
-        assert!(matches!(open, Err(benchledger::Error::Refused { rule: "VERDICT-3", .. })), "{open:?}");
+        assert!(
+            matches!(
+                open,
+                Err(benchledger::Error::Refused {
+                    rule: "VERDICT-3",
+                    ..
+                })
+            ),
+            "{open:?}"
+        );
         // rule VERDICT-2, LINEAGE-3
-        let fb = benchledger::decide::feedback(&state, None, "r1", &"a".repeat(64), &"b".repeat(64));
-        assert!(matches!(fb, Err(benchledger::Error::Refused { rule: "VERDICT-2", .. })), "{fb:?}");
+        let fb =
+            benchledger::decide::feedback(&state, None, "r1", &"a".repeat(64), &"b".repeat(64));
+        assert!(
+            matches!(
+                fb,
+                Err(benchledger::Error::Refused {
+                    rule: "VERDICT-2",
+                    ..
+                })
+            ),
+            "{fb:?}"
+        );
         let view = verdict::lineage_view(&state, l);
         assert_eq!((view.next_group, view.complete), (None, false));
     }
@@ -310,16 +345,27 @@ mod corpus {
         let (_t, ledger) = import("crash-resume");
         let state = replay_scanning(&ledger).unwrap();
         let l = state.lineage(None).unwrap();
-        let case = CaseRef { task: "fix-git".into(), trial: "t1".into(), replacement: 0 };
+        let case = CaseRef {
+            task: "fix-git".into(),
+            trial: "t1".into(),
+            replacement: 0,
+        };
         let c = &l.groups["control"].cases[&case];
         assert!(c.invalidated.is_some());
         assert_eq!(
             c.status(&l.frozen.manifest.public.harbor.accepted_exceptions),
             benchledger::projections::CaseStatus::TerminalInvalid
         );
-        let rows = benchledger::decide::resume(&state, None, "control", &Default::default()).unwrap();
+        let rows =
+            benchledger::decide::resume(&state, None, "control", &Default::default()).unwrap();
         let row = rows.iter().find(|r| r.case == case).unwrap();
-        assert!(row.blocked.as_deref().unwrap().starts_with("terminal_invalid"), "{row:?}");
+        assert!(
+            row.blocked
+                .as_deref()
+                .unwrap()
+                .starts_with("terminal_invalid"),
+            "{row:?}"
+        );
         assert!(rows.iter().all(|r| r.blocked.is_some()));
     }
 
@@ -334,7 +380,10 @@ mod corpus {
         let b = state.lineage(Some("short13-kimi-2026-12")).unwrap();
         assert_eq!(
             b.control_reused.as_ref().unwrap().1.control,
-            GroupRef { lineage: "short13-kimi-2026-11".into(), group: "control".into() }
+            GroupRef {
+                lineage: "short13-kimi-2026-11".into(),
+                group: "control".into()
+            }
         );
         assert!(b.groups.get("control").is_none(), "control is never rerun");
         assert_eq!(b.groups["r1"].sealed.as_ref().unwrap().1.status, "accepted");
@@ -342,9 +391,21 @@ mod corpus {
         assert_eq!(cmp.included.len(), 13, "{cmp:?}");
         let c = state.lineage(Some("short13-kimi-2027-01")).unwrap();
         assert!(c.control_reused.is_none());
-        let control = GroupRef { lineage: "short13-kimi-2026-11".into(), group: "control".into() };
+        let control = GroupRef {
+            lineage: "short13-kimi-2026-11".into(),
+            group: "control".into(),
+        };
         let again = benchledger::decide::control_reuse(&state, "short13-kimi-2027-01", &control);
-        assert!(matches!(again, Err(benchledger::Error::Refused { rule: "LINEAGE-6", .. })), "{again:?}");
+        assert!(
+            matches!(
+                again,
+                Err(benchledger::Error::Refused {
+                    rule: "LINEAGE-6",
+                    ..
+                })
+            ),
+            "{again:?}"
+        );
         let cat = verdict::control_catalog(&state);
         assert_eq!(cat.len(), 1);
         assert_eq!(cat[0].reused_by, vec!["short13-kimi-2026-12".to_string()]);
@@ -364,7 +425,9 @@ mod corpus {
             .map(|v| v.decoded.record.seq)
             .unwrap();
         let v = ledger.read(seq).unwrap();
-        let Event::GroupSealed(mut s) = v.decoded.event.clone() else { unreachable!() };
+        let Event::GroupSealed(mut s) = v.decoded.event.clone() else {
+            unreachable!()
+        };
         s.status = "accepted".into();
         for r in &mut s.rows {
             r.holds = true;
@@ -374,10 +437,18 @@ mod corpus {
         let forged = benchledger::chain::Sealed::new(v.prev, seq, rec.encode());
         ledger
             .store()
-            .damage_put(benchledger::store::DamageTree::Records, &seq.to_be_bytes(), &forged.value())
+            .damage_put(
+                benchledger::store::DamageTree::Records,
+                &seq.to_be_bytes(),
+                &forged.value(),
+            )
             .unwrap();
         let report = ledger.verify().unwrap();
-        assert_eq!(report.damage.as_ref().map(|d| d.seq), Some(seq), "{report:?}");
+        assert_eq!(
+            report.damage.as_ref().map(|d| d.seq),
+            Some(seq),
+            "{report:?}"
+        );
     }
 
     /// A verdict attested by different projection logic (here: a control
@@ -411,8 +482,16 @@ mod corpus {
         let bad: Vec<_> = lines.iter().filter(|l| !l.differences.is_empty()).collect();
         assert_eq!(bad.len(), 1, "{lines:?}");
         assert_eq!(bad[0].group.group, "control");
-        assert!(bad[0].differences.iter().any(|d| d.contains("\"cleanup\"")), "{:?}", bad[0]);
-        assert!(bad[0].differences.iter().any(|d| d.contains("status")), "{:?}", bad[0]);
+        assert!(
+            bad[0].differences.iter().any(|d| d.contains("\"cleanup\"")),
+            "{:?}",
+            bad[0]
+        );
+        assert!(
+            bad[0].differences.iter().any(|d| d.contains("status")),
+            "{:?}",
+            bad[0]
+        );
     }
 
     /// `replay --at SEQ` is every projection as of that seq: before r1's
@@ -421,8 +500,15 @@ mod corpus {
     fn replay_at_a_seq_sees_only_the_prefix() {
         let (_t, ledger) = import("short13-accepted");
         let full = replay_scanning(&ledger).unwrap();
-        let r1_seal = full.lineage(None).unwrap().groups["r1"].sealed.as_ref().unwrap().0.seq;
-        let before = benchledger::projections::replay_until(&ledger, State::scanning(), r1_seal - 1).unwrap();
+        let r1_seal = full.lineage(None).unwrap().groups["r1"]
+            .sealed
+            .as_ref()
+            .unwrap()
+            .0
+            .seq;
+        let before =
+            benchledger::projections::replay_until(&ledger, State::scanning(), r1_seal - 1)
+                .unwrap();
         let l = before.lineage(None).unwrap();
         assert!(l.groups["r1"].sealed.is_none());
         assert_eq!(verdict::group_verdict(&before, l, "r1").status, "accepted");
@@ -437,7 +523,13 @@ mod corpus {
 #[test]
 fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
     let mut ids: Vec<String> = Vec::new();
-    for (prefix, n) in [("LINEAGE", 9), ("SETTLE", 8), ("JOIN", 4), ("CLEAN", 3), ("VERDICT", 4)] {
+    for (prefix, n) in [
+        ("LINEAGE", 9),
+        ("SETTLE", 8),
+        ("JOIN", 4),
+        ("CLEAN", 3),
+        ("VERDICT", 4),
+    ] {
         for i in 1..=n {
             ids.push(format!("{prefix}-{i}"));
         }
@@ -446,11 +538,18 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
     // the repository.
     if let Ok(method) = std::fs::read_to_string(root().join("../shared/spec/method.md")) {
         for id in &ids {
-            assert!(method.contains(&format!("- {id} ")), "{id} is not a rule of method.md");
+            assert!(
+                method.contains(&format!("- {id} ")),
+                "{id} is not a rule of method.md"
+            );
         }
     }
     let mut text = String::new();
-    let mut stack = vec![root().join("src"), root().join("tests"), root().join("replay-tests")];
+    let mut stack = vec![
+        root().join("src"),
+        root().join("tests"),
+        root().join("replay-tests"),
+    ];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()) {
             let p = e.path();
@@ -459,8 +558,7 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let t = read(&p);
                 let name = p.file_name().unwrap().to_string_lossy();
-                let whole = name.ends_with("_tests.rs")
-                    || !p.starts_with(root().join("src"));
+                let whole = name.ends_with("_tests.rs") || !p.starts_with(root().join("src"));
                 if whole {
                     text.push_str(&t);
                 } else if let Some(i) = t.find("#[cfg(test)]") {
@@ -470,12 +568,15 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
         }
     }
     let cited = |id: &str| {
-        text.match_indices(id).any(|(i, _)| {
-            !text[i + id.len()..].starts_with(|c: char| c.is_ascii_digit())
-        })
+        text.match_indices(id)
+            .any(|(i, _)| !text[i + id.len()..].starts_with(|c: char| c.is_ascii_digit()))
     };
     let missing: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
-    assert!(missing.is_empty(), "rules without a citing test: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules without a citing test: {missing:?}"
+    );
 }
 
-#[path = "report.rs"] mod report;
+#[path = "report.rs"]
+mod report;

@@ -126,9 +126,13 @@ impl SledStore {
                 Err(e)
                     if is_lock_error(&e)
                         && started.elapsed()
-                            < std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX) =>
+                            < std::time::Duration::from_millis(
+                                crate::limits::SLED_LOCK_WAIT_MS_MAX,
+                            ) =>
                 {
-                    std::thread::sleep(std::time::Duration::from_millis(crate::limits::LOCK_POLL_MS));
+                    std::thread::sleep(std::time::Duration::from_millis(
+                        crate::limits::LOCK_POLL_MS,
+                    ));
                 }
                 Err(e) => return Err(Error::io(ctx(), e)),
             }
@@ -545,7 +549,10 @@ mod tests {
         let _held = sled::Config::new().path(&path).open().unwrap();
         let started = std::time::Instant::now();
         assert!(SledStore::open(&path).is_err());
-        assert!(started.elapsed() >= std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX));
+        assert!(
+            started.elapsed()
+                >= std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX)
+        );
     }
     use crate::chain::{Sealed, ZERO_HASH};
     use crate::events::{Event, OperatorNoted};

@@ -205,7 +205,9 @@ mod tests {
             }
             for r in &rest {
                 assert!(
-                    !r.is_empty() && r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                    !r.is_empty()
+                        && r.bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
                     "{}: the visitor missed {r:?}",
                     event.kind()
                 );
@@ -229,12 +231,25 @@ mod tests {
             })
         };
         let found = |e: &Event| e.any_string(&mut |s| crate::secrets::scan(s).is_some());
-        assert!(found(&check([(key.clone(), "v".into())].into_iter().collect())));
-        assert!(found(&check([("k".into(), key.clone())].into_iter().collect())));
-        assert!(!found(&check([("k".into(), "v".into())].into_iter().collect())));
+        assert!(found(&check(
+            [(key.clone(), "v".into())].into_iter().collect()
+        )));
+        assert!(found(&check(
+            [("k".into(), key.clone())].into_iter().collect()
+        )));
+        assert!(!found(&check(
+            [("k".into(), "v".into())].into_iter().collect()
+        )));
         let listed = Event::CaseStarted(CaseStarted {
-            group: GroupRef { lineage: "l".into(), group: "g".into() },
-            case: CaseRef { task: "t".into(), trial: "t1".into(), replacement: 0 },
+            group: GroupRef {
+                lineage: "l".into(),
+                group: "g".into(),
+            },
+            case: CaseRef {
+                task: "t".into(),
+                trial: "t1".into(),
+                replacement: 0,
+            },
             trial_name: "n".into(),
             trial_config_blake3: "0".repeat(64),
             gate_seqs: vec![],

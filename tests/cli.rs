@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 mod bad_inputs;
 #[path = "cli/reliability.rs"]
 mod reliability;
-#[path = "cli/report.rs"] mod report;
+#[path = "cli/report.rs"]
+mod report;
 
 /// A temp dir with a ledger path inside; every command runs with a clean
 /// environment for the variables the CLI reads.
@@ -1642,7 +1643,8 @@ mod verdicts {
     /// A harness holding a committed replay-test ledger.
     fn recorded(name: &str) -> Harness {
         let h = Harness::new();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("replay-tests/ledgers/{name}.jsonl"));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("replay-tests/ledgers/{name}.jsonl"));
         h.ok(&["import", "--jsonl", src.to_str().unwrap()]);
         h
     }
@@ -1651,9 +1653,14 @@ mod verdicts {
         let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
         let drafts: Vec<Draft> = events
             .into_iter()
-            .map(|event| Draft { actor: "test".into(), event, idempotency_key: None })
+            .map(|event| Draft {
+                actor: "test".into(),
+                event,
+                idempotency_key: None,
+            })
             .collect();
-        l.append(&drafts, benchledger::timefmt::now_utc_ns()).unwrap();
+        l.append(&drafts, benchledger::timefmt::now_utc_ns())
+            .unwrap();
     }
 
     /// The README's worked session, command for command: freeze, sign off,
@@ -1669,29 +1676,74 @@ mod verdicts {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let m = dir.join("ledger-schema/examples/manifest.toml");
         let p = dir.join("ledger-schema/examples/manifest.private.toml");
-        h.ok(&["manifest", "freeze", m.to_str().unwrap(), "--private", p.to_str().unwrap()]);
-        h.ok(&["manifest", "sign-off", "--role", "operator", "--name", "alice"]);
-        h.ok(&["manifest", "sign-off", "--role", "reviewer", "--name", "bob"]);
+        h.ok(&[
+            "manifest",
+            "freeze",
+            m.to_str().unwrap(),
+            "--private",
+            p.to_str().unwrap(),
+        ]);
+        h.ok(&[
+            "manifest", "sign-off", "--role", "operator", "--name", "alice",
+        ]);
+        h.ok(&[
+            "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
+        ]);
         let frozen = benchledger::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
         let fm = &frozen.manifest.public;
         let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();
         h.ok(&[
-            "group", "open", "canary-1",
-            "--binary-sha256", &fm.software.bitrouter_binary_sha256,
-            "--config-sha256", &fm.software.bitrouter_config_sha256["canary-1"],
-            "--ports", &g.ports[0].to_string(), "--db", &g.db_path, "--out", &g.out_dir,
+            "group",
+            "open",
+            "canary-1",
+            "--binary-sha256",
+            &fm.software.bitrouter_binary_sha256,
+            "--config-sha256",
+            &fm.software.bitrouter_config_sha256["canary-1"],
+            "--ports",
+            &g.ports[0].to_string(),
+            "--db",
+            &g.db_path,
+            "--out",
+            &g.out_dir,
         ]);
         // Gates (GATE-1..3, GATE-7).
-        append(&h, benchledger::scenario::aws_observations(&frozen, "canary-1"));
+        append(
+            &h,
+            benchledger::scenario::aws_observations(&frozen, "canary-1"),
+        );
         let (url, _srv) = super::checks::server(200, "{\"ok\":true}");
-        h.ok(&["check", "daemon-health", "--group", "canary-1", "--url", &format!("{url}/health")]);
+        h.ok(&[
+            "check",
+            "daemon-health",
+            "--group",
+            "canary-1",
+            "--url",
+            &format!("{url}/health"),
+        ]);
         for route in ["strong", "balanced", "economy"] {
             let (url, _s) = super::checks::server(200, "{\"id\":\"x\"}");
-            h.ok(&["check", "sentinel", "--route", route, "--group", "canary-1", "--url", &url]);
+            h.ok(&[
+                "check", "sentinel", "--route", route, "--group", "canary-1", "--url", &url,
+            ]);
         }
         let cfg = h.path("c1.json");
-        h.ok(&["case", "render-config", "canary-1", "hello-world/c1", "-o", cfg.to_str().unwrap()]);
-        h.ok(&["check", "config", "--config", cfg.to_str().unwrap(), "--", "true"]);
+        h.ok(&[
+            "case",
+            "render-config",
+            "canary-1",
+            "hello-world/c1",
+            "-o",
+            cfg.to_str().unwrap(),
+        ]);
+        h.ok(&[
+            "check",
+            "config",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
         // Start with a stand-in for `harbor trial start`: it leaves the
         // trial directory and result.json Harbor would.
         let trial = h.path("jobs/job-1/hello-world__canary-1-c1");
@@ -1702,22 +1754,73 @@ mod verdicts {
             p = pass.display()
         );
         let started = h
-            .ok(&["case", "start", "canary-1", "hello-world/c1", "--config", cfg.to_str().unwrap(), "--json", "--", "sh", "-c", &script])
+            .ok(&[
+                "case",
+                "start",
+                "canary-1",
+                "hello-world/c1",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
             .json();
         assert_eq!(started["exit_code"], 0, "{started}");
         let jobs = h.path("jobs");
-        let ing = h.ok(&["ingest", "harbor", "canary-1", jobs.to_str().unwrap(), "--json"]).json();
+        let ing = h
+            .ok(&[
+                "ingest",
+                "harbor",
+                "canary-1",
+                jobs.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
         assert_eq!(ing["results"], 1, "{ing}");
         // A result.json naming another task is never this case's evidence.
         let other = h.path("other/job-1/hello-world__canary-1-c1");
         std::fs::create_dir_all(&other).unwrap();
         let text = std::fs::read_to_string(trial.join("result.json")).unwrap();
-        std::fs::write(other.join("result.json"), text.replace("\"task_name\": \"hello-world\"", "\"task_name\": \"fix-git\"")).unwrap();
-        h.refused(&["ingest", "harbor", "canary-1", h.path("other").to_str().unwrap()], 3, "CASE-8");
-        let resume = h.ok(&["resume", "canary-1", "--harbor-jobs", h.path("jobs/job-1").to_str().unwrap(), "--json"]).json();
+        std::fs::write(
+            other.join("result.json"),
+            text.replace(
+                "\"task_name\": \"hello-world\"",
+                "\"task_name\": \"fix-git\"",
+            ),
+        )
+        .unwrap();
+        h.refused(
+            &[
+                "ingest",
+                "harbor",
+                "canary-1",
+                h.path("other").to_str().unwrap(),
+            ],
+            3,
+            "CASE-8",
+        );
+        let resume = h
+            .ok(&[
+                "resume",
+                "canary-1",
+                "--harbor-jobs",
+                h.path("jobs/job-1").to_str().unwrap(),
+                "--json",
+            ])
+            .json();
         let text = resume.to_string();
         assert!(text.contains("terminal_valid"), "{text}");
-        let again = h.run(&["case", "start", "canary-1", "hello-world/c1", "--config", cfg.to_str().unwrap()]);
+        let again = h.run(&[
+            "case",
+            "start",
+            "canary-1",
+            "hello-world/c1",
+            "--config",
+            cfg.to_str().unwrap(),
+        ]);
         assert_eq!(again.code, 3, "{}", again.stderr);
         assert!(again.stderr.contains("CASE-2"), "{}", again.stderr);
     }
@@ -1739,11 +1842,17 @@ mod verdicts {
         assert_eq!(at["head_seq"], 100);
         assert_eq!(at["lineages"][0]["lineage"]["complete"], false);
         let a = h.ok(&["audit", "--json"]).json();
-        assert_eq!((a["ok"].clone(), a["sealed"].clone(), a["differing"].clone()), (json!(true), json!(4), json!(0)));
+        assert_eq!(
+            (a["ok"].clone(), a["sealed"].clone(), a["differing"].clone()),
+            (json!(true), json!(4), json!(0))
+        );
         let show = h.ok(&["lineage", "show", "--json"]).json();
         assert_eq!(show["complete"], true);
         assert_eq!(show["next_group"], Value::Null);
-        assert_eq!(h.ok(&["control", "list", "--json"]).json()["controls"][0]["group"]["group"], "control");
+        assert_eq!(
+            h.ok(&["control", "list", "--json"]).json()["controls"][0]["group"]["group"],
+            "control"
+        );
         let past = h.run(&["replay", "--at", "99999"]);
         assert_eq!(past.code, 2, "{}", past.stderr);
     }
@@ -1764,7 +1873,8 @@ mod verdicts {
     fn audit_exits_1_naming_group_and_row_when_a_verdict_does_not_re_derive() {
         // rule VERDICT-4
         let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/scenarios/rejected-cleanup-stray-volume.toml"),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("replay-tests/scenarios/rejected-cleanup-stray-volume.toml"),
         )
         .unwrap();
         let spec: benchledger::scenario::Scenario = toml::from_str(&text).unwrap();
@@ -1783,7 +1893,12 @@ mod verdicts {
         let r = h.run(&["audit"]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(r.stdout.contains(&format!("{L}/control")), "{}", r.stdout);
-        assert!(r.stdout.contains("row \"cleanup\": attested holds, derived fails"), "{}", r.stdout);
+        assert!(
+            r.stdout
+                .contains("row \"cleanup\": attested holds, derived fails"),
+            "{}",
+            r.stdout
+        );
     }
 
     #[test]
@@ -1796,37 +1911,84 @@ mod verdicts {
         std::fs::write(&ev, "HTTP/1.1 403 Forbidden\n{\"error\":\"policy\"}\n").unwrap();
         let evs = ev.to_str().unwrap();
         let args = |status: &'static str| -> Vec<String> {
-            ["case", "refusal", "canary-1", "hello-world/c1", "--class", "provider_policy_refusal", "--http-status", status, "--evidence", evs]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
+            [
+                "case",
+                "refusal",
+                "canary-1",
+                "hello-world/c1",
+                "--class",
+                "provider_policy_refusal",
+                "--http-status",
+                status,
+                "--evidence",
+                evs,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
         };
         let a429 = args("429");
-        h.refused(&a429.iter().map(String::as_str).collect::<Vec<_>>(), 3, "CASE-6");
+        h.refused(
+            &a429.iter().map(String::as_str).collect::<Vec<_>>(),
+            3,
+            "CASE-6",
+        );
         let a403 = args("403");
         h.ok(&a403.iter().map(String::as_str).collect::<Vec<_>>());
         let secret = h.path("secret.txt");
         std::fs::write(&secret, format!("key AKIA{}\n", "ABCDEFGHIJKLMNOP")).unwrap();
         let r = h.refused(
-            &["case", "invalidate", "canary-1", "hello-world/c1", "--reason", "controller_crash", "--evidence", secret.to_str().unwrap()],
+            &[
+                "case",
+                "invalidate",
+                "canary-1",
+                "hello-world/c1",
+                "--reason",
+                "controller_crash",
+                "--evidence",
+                secret.to_str().unwrap(),
+            ],
             3,
             "FREEZE-2",
         );
-        assert!(!r.stderr.contains("ABCDEFGHIJKLMNOP"), "the value is never echoed");
+        assert!(
+            !r.stderr.contains("ABCDEFGHIJKLMNOP"),
+            "the value is never echoed"
+        );
         let listing = h.path("listing.txt");
-        std::fs::write(&listing, "hello-world__canary-1-c1/\n  config.json\n  (no result.json)\n").unwrap();
-        let inv = ["case", "invalidate", "canary-1", "hello-world/c1", "--reason", "controller_crash", "--evidence", listing.to_str().unwrap()];
+        std::fs::write(
+            &listing,
+            "hello-world__canary-1-c1/\n  config.json\n  (no result.json)\n",
+        )
+        .unwrap();
+        let inv = [
+            "case",
+            "invalidate",
+            "canary-1",
+            "hello-world/c1",
+            "--reason",
+            "controller_crash",
+            "--evidence",
+            listing.to_str().unwrap(),
+        ];
         h.ok(&inv);
         h.refused(&inv, 3, "CASE-1");
         let resume = h.ok(&["resume", "canary-1", "--json"]).json();
         assert!(resume.to_string().contains("terminal_invalid"), "{resume}");
         h.ok(&["group", "close", "canary-1"]);
         h.refused(&["group", "seal", "canary-1"], 3, "cleanup audit");
-        let gref = GroupRef { lineage: L.into(), group: "canary-1".into() };
+        let gref = GroupRef {
+            lineage: L.into(),
+            group: "canary-1".into(),
+        };
         append(
             &h,
             vec![
-                Event::MonitorSampled(MonitorSampled { group: gref.clone(), sandbox_count: 1, instance_ids: vec!["i-0abc".into()] }),
+                Event::MonitorSampled(MonitorSampled {
+                    group: gref.clone(),
+                    sandbox_count: 1,
+                    instance_ids: vec!["i-0abc".into()],
+                }),
                 Event::CleanupAudited(CleanupAudited {
                     group: gref,
                     region: "us-east-1".into(),
@@ -1842,9 +2004,16 @@ mod verdicts {
         );
         let s = h.ok(&["group", "seal", "canary-1", "--json"]).json();
         assert_eq!(s["status"], "rejected_runtime");
-        assert!(s["failing_rows"].as_array().unwrap().contains(&json!("runtime")));
+        assert!(s["failing_rows"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("runtime")));
         h.refused(&["group", "seal", "canary-1"], 3, "VERDICT-4");
-        h.refused(&a403.iter().map(String::as_str).collect::<Vec<_>>(), 3, "VERDICT-4");
+        h.refused(
+            &a403.iter().map(String::as_str).collect::<Vec<_>>(),
+            3,
+            "VERDICT-4",
+        );
         assert_eq!(h.run(&["gate", "canary-1"]).code, 1);
         h.ok(&["audit"]);
     }
@@ -1854,20 +2023,40 @@ mod verdicts {
         // rule LINEAGE-3, LINEAGE-6, VERDICT-3
         let h = recorded("short13-accepted");
         let (b, a) = ("a".repeat(64), "b".repeat(64));
-        h.refused(&["feedback", "record", "r1", "--before", &b, "--after", &a], 3, "LINEAGE-3");
-        h.refused(&["feedback", "record", "r2", "--before", "xyz", "--after", &a], 2, "--before");
+        h.refused(
+            &["feedback", "record", "r1", "--before", &b, "--after", &a],
+            3,
+            "LINEAGE-3",
+        );
+        h.refused(
+            &["feedback", "record", "r2", "--before", "xyz", "--after", &a],
+            2,
+            "--before",
+        );
         h.ok(&["lineage", "stop", "--reason", "provider incident"]);
         let show = h.ok(&["lineage", "show", "--json"]).json();
         assert_eq!(show["stopped"][1], "VERDICT-3");
         h.refused(&["lineage", "stop", "--reason", "again"], 3, "VERDICT-3");
         let h = recorded("control-reuse");
         h.refused(
-            &["control", "reuse", "short13-kimi-2027-01", "--control", "short13-kimi-2026-11/control"],
+            &[
+                "control",
+                "reuse",
+                "short13-kimi-2027-01",
+                "--control",
+                "short13-kimi-2026-11/control",
+            ],
             3,
             "LINEAGE-6",
         );
         h.refused(
-            &["control", "reuse", "short13-kimi-2026-12", "--control", "short13-kimi-2026-11/control"],
+            &[
+                "control",
+                "reuse",
+                "short13-kimi-2026-12",
+                "--control",
+                "short13-kimi-2026-11/control",
+            ],
             3,
             "already reuses",
         );

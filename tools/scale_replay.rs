@@ -47,7 +47,10 @@ fn main() -> anyhow::Result<()> {
     let mut statuses = Vec::new();
     for l in state.lineages.values() {
         for g in l.frozen.manifest.public.group_names() {
-            statuses.push(format!("{g}={}", benchledger::verdict::group_verdict(&state, l, g).status));
+            statuses.push(format!(
+                "{g}={}",
+                benchledger::verdict::group_verdict(&state, l, g).status
+            ));
         }
         let _ = benchledger::verdict::lineage_view(&state, l);
     }
