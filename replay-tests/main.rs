@@ -140,7 +140,7 @@ mod corpus {
     use benchledger::projections::{replay_scanning, State};
     use benchledger::verdict;
 
-    fn ledgers() -> Vec<(String, PathBuf)> {
+    pub(super) fn ledgers() -> Vec<(String, PathBuf)> {
         let mut v: Vec<_> = std::fs::read_dir(root().join("replay-tests/ledgers"))
             .unwrap()
             .filter_map(|e| e.ok())

@@ -4,38 +4,10 @@
 //! the numbers of the table are fields of the JSON form, and a rejected
 //! group never carries a cost claim (VERDICT-2).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use benchledger::ledger::Ledger;
 use benchledger::projections::replay_scanning;
 use benchledger::report::{self, LedgerHead};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-fn ledgers() -> Vec<(String, PathBuf)> {
-    let mut v: Vec<_> = std::fs::read_dir(root().join("replay-tests/ledgers"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().to_string(), p))
-        .collect();
-    v.sort();
-    v
-}
-
-fn import(name: &str, path: &Path) -> (tempfile::TempDir, Ledger) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("l");
-    benchledger::export::import_jsonl(&mut text.as_bytes(), name, &dir, Duration::from_secs(5))
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let ledger = Ledger::open(&dir, Duration::from_secs(5)).unwrap();
-    (tmp, ledger)
-}
+use super::corpus::{import, ledgers};
 
 /// Every recorded lineage's report equals its reviewed snapshot; the
 /// table's numbers come from the JSON form; rejected groups are
@@ -46,8 +18,8 @@ fn every_recorded_lineage_reports_to_its_snapshot() {
     let all = ledgers();
     assert!(all.len() >= 14, "only {} recorded ledgers", all.len());
     let mut reports = 0;
-    for (name, path) in all {
-        let (_t, ledger) = import(&name, &path);
+    for (name, _) in all {
+        let (_t, ledger) = import(&name);
         let state = replay_scanning(&ledger).unwrap();
         let h = ledger.head().unwrap();
         let several = state.lineages.len() > 1;
@@ -101,11 +73,11 @@ fn every_recorded_lineage_reports_to_its_snapshot() {
 #[test]
 fn a_reusing_lineage_reports_against_the_reused_control() {
     // rule LINEAGE-9, REPORT-4
-    let (name, path) = ledgers()
+    let (name, _) = ledgers()
         .into_iter()
         .find(|(n, _)| n == "control-reuse")
         .unwrap();
-    let (_t, ledger) = import(&name, &path);
+    let (_t, ledger) = import(&name);
     let state = replay_scanning(&ledger).unwrap();
     let head = LedgerHead {
         head_seq: 0,

@@ -57,13 +57,6 @@ pub(crate) fn parse_case(s: &str) -> Result<CaseRef, BadUsage> {
     })
 }
 
-fn show_case(c: &CaseRef) -> String {
-    match c.replacement {
-        0 => format!("{}/{}", c.task, c.trial),
-        n => format!("{}/{}/replacement-{n:02}", c.task, c.trial),
-    }
-}
-
 fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
@@ -210,7 +203,7 @@ fn start(cli: &Cli, a: &crate::cli::CaseStartArgs, wait: Duration) -> anyhow::Re
         now_utc_ns: now,
     };
     let events = crate::decide::case_start(&state, cmd)?;
-    let key = format!("case-start:{lineage_label}/{group}/{}", show_case(&case));
+    let key = format!("case-start:{lineage_label}/{group}/{}", case.label());
     let drafts: Vec<Draft> = events
         .into_iter()
         .map(|event| Draft {
@@ -223,13 +216,13 @@ fn start(cli: &Cli, a: &crate::cli::CaseStartArgs, wait: Duration) -> anyhow::Re
     // `started` is durable. Release the lock while the command runs, so other
     // cases can start; a crash from here on leaves the case `started`.
     drop(ledger);
-    tracing::info!("case {} started at seq {}", show_case(&case), started.seq);
+    tracing::info!("case {} started at seq {}", case.label(), started.seq);
     let mut out = json!({ "started_seq": started.seq, "started_hash": hex::encode(started.hash) });
     if a.command.is_empty() {
         if a.json {
             print_json(&out)?;
         } else {
-            println!("case {} started at seq {}", show_case(&case), started.seq);
+            println!("case {} started at seq {}", case.label(), started.seq);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -264,7 +257,7 @@ fn start(cli: &Cli, a: &crate::cli::CaseStartArgs, wait: Duration) -> anyhow::Re
     } else {
         println!(
             "case {} started at seq {}; command exited {} after {} ms (recorded at seq {})",
-            show_case(&case),
+            case.label(),
             started.seq,
             exited.exit_code.map_or_else(
                 || format!("by signal {}", exited.signal.unwrap_or(0)),
@@ -383,8 +376,8 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
     let mut blocked = Vec::new();
     for row in rows {
         match row.blocked {
-            None => launchable.push(show_case(&row.case)),
-            Some(r) => blocked.push(json!({ "case": show_case(&row.case), "reason": r })),
+            None => launchable.push(row.case.label()),
+            Some(r) => blocked.push(json!({ "case": row.case.label(), "reason": r })),
         }
     }
     if a.json {

@@ -695,20 +695,12 @@ fn started_case<'a>(
                 "CASE-8",
                 format!(
                     "{} of group {:?} was never started; evidence binds only to started cases",
-                    case_label(case),
+                    case.label(),
                     group.group
                 ),
             )
         })?;
     Ok((l, c))
-}
-
-fn case_label(c: &CaseRef) -> String {
-    if c.replacement == 0 {
-        format!("{}/{}", c.task, c.trial)
-    } else {
-        format!("{}/{}/replacement-{:02}", c.task, c.trial, c.replacement)
-    }
 }
 
 /// `case refusal`: sanitized HTTP 403 evidence for a started case, in one of
@@ -762,7 +754,7 @@ pub fn case_invalidate(
             "CASE-3",
             format!(
                 "{} has a TrialResult at seq {}; its state follows from that result",
-                case_label(case),
+                case.label(),
                 at.seq
             ),
         ));
@@ -772,7 +764,7 @@ pub fn case_invalidate(
             "CASE-1",
             format!(
                 "{} was made terminal_invalid at seq {}",
-                case_label(case),
+                case.label(),
                 at.seq
             ),
         ));
@@ -822,7 +814,7 @@ pub fn seal(
         .cases
         .iter()
         .filter(|(_, c)| c.status(&m.harbor.accepted_exceptions) == CaseStatus::Started)
-        .map(|(k, _)| case_label(k))
+        .map(|(k, _)| k.label())
         .collect();
     if !running.is_empty() {
         return Err(refuse(

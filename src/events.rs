@@ -199,6 +199,16 @@ pub struct CaseRef {
     pub replacement: u8,
 }
 
+impl CaseRef {
+    /// `TASK/TRIAL`, or `TASK/TRIAL/replacement-NN`: how the CLI names a case.
+    pub fn label(&self) -> String {
+        match self.replacement {
+            0 => format!("{}/{}", self.task, self.trial),
+            n => format!("{}/{}/replacement-{n:02}", self.task, self.trial),
+        }
+    }
+}
+
 /// Pass or fail of an observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1052,14 +1052,6 @@ fn tier_text(t: Option<Tier>) -> String {
     })
 }
 
-fn case_name(c: &CaseRef) -> String {
-    if c.replacement == 0 {
-        format!("{}/{}", c.task, c.trial)
-    } else {
-        format!("{}/{}/replacement-{:02}", c.task, c.trial, c.replacement)
-    }
-}
-
 fn snake<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
@@ -1084,13 +1076,6 @@ pub fn category(reason: &str) -> &'static str {
         r if r.starts_with("reliability_") => "fallback",
         _ => "other",
     }
-}
-
-/// Whether a decision's `selected_model` names the served model
-/// (`model` or `<provider>:<model>`; reconciliation may rewrite the
-/// provider, never the model).
-fn names_model(selected: &str, model: &str) -> bool {
-    selected == model || selected.split_once(':').is_some_and(|(_, m)| m == model)
 }
 
 /// Whether a case line passed: terminal-valid original with reward 1.
@@ -1396,18 +1381,14 @@ fn allowed_claim(m: &ManifestFile) -> String {
     }
 }
 
-/// The excluded identities of an intersection, with the case states named
-/// as everywhere else in the report (`verdict::intersection` writes them
-/// lowercased from their Debug form, e.g. `terminalinvalid`).
+/// The excluded identities of an intersection (states in snake_case, as
+/// everywhere else in the report).
 fn excluded_of(i: &verdict::Intersection) -> Vec<Excluded> {
     i.excluded
         .iter()
         .map(|(c, w)| Excluded {
             case: c.clone(),
-            why: w
-                .replace("notstarted", "not_started")
-                .replace("terminalinvalid", "terminal_invalid")
-                .replace("terminalvalid", "terminal_valid"),
+            why: w.clone(),
         })
         .collect()
 }
@@ -1442,7 +1423,7 @@ fn decision_counts(name: &str, diag: bool, g: &GroupState, v: &Verdict) -> Decis
             .entry(d.selected_tier.clone().unwrap_or_else(|| "none".into()))
             .or_default() += 1;
         let mismatch = match (&d.selected_model, &r.provider_model) {
-            (Some(sel), Some((_, model))) => !names_model(sel, model),
+            (Some(sel), Some((_, model))) => !verdict::names_model(sel, model),
             _ => false,
         };
         let cat = if mismatch {
@@ -1832,7 +1813,7 @@ pub fn build(state: &State, lineage: Option<&str>, head: LedgerHead) -> Result<R
             v.cases
                 .iter()
                 .filter(|c| c.case.replacement == 0)
-                .map(|c| (case_name(&c.case), u8::from(passed(c))))
+                .map(|c| (c.case.label(), u8::from(passed(c))))
                 .collect()
         })
     };
@@ -1981,7 +1962,7 @@ pub fn build(state: &State, lineage: Option<&str>, head: LedgerHead) -> Result<R
             if c.status != CaseStatus::TerminalValid {
                 failed_cases.push(FailedCase {
                     group: e.name.clone(),
-                    case: case_name(&c.case),
+                    case: c.case.label(),
                     status: case_status_name(c.status).into(),
                     why: why_failed(g, c, &skipped),
                 });
@@ -1990,7 +1971,7 @@ pub fn build(state: &State, lineage: Option<&str>, head: LedgerHead) -> Result<R
         for s in &v.skipped_security_policy {
             skips.push(SkipLine {
                 group: e.name.clone(),
-                case: case_name(&s.case),
+                case: s.case.label(),
                 class: snake(&s.class),
                 evidence_blake3: s.evidence_blake3.to_vec(),
                 failed_attempts_cost: "not attributable: requests carry no case identity, and the join never uses sessions or trial ids (JOIN-2, JOIN-4)".into(),
@@ -3715,7 +3696,7 @@ pub fn tables(state: &State) -> (Vec<RequestRow>, Vec<CaseRow>) {
                     d.and_then(|d| d.selected_model.as_deref()),
                     &r.provider_model,
                 ) {
-                    (Some(sel), Some((_, model))) => !names_model(sel, model),
+                    (Some(sel), Some((_, model))) => !verdict::names_model(sel, model),
                     _ => false,
                 };
                 let category = match d {

@@ -757,16 +757,8 @@ pub fn name_some<T: std::fmt::Display>(items: &[T]) -> String {
     s.join(", ")
 }
 
-fn case_name(c: &CaseRef) -> String {
-    if c.replacement == 0 {
-        format!("{}/{}", c.task, c.trial)
-    } else {
-        format!("{}/{}/replacement-{:02}", c.task, c.trial, c.replacement)
-    }
-}
-
 /// Whether `selected` names `model` (`model` or `<provider>:<model>`).
-fn names_model(selected: &str, model: &str) -> bool {
+pub fn names_model(selected: &str, model: &str) -> bool {
     selected == model || selected.split_once(':').is_some_and(|(_, m)| m == model)
 }
 
@@ -833,11 +825,11 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
                     Ok(r) if r.blake3 == s.trial_config_blake3 => {}
                     Ok(_) => bad.push(format!(
                         "{} launched TrialConfig {} at seq {}, not the frozen rendering",
-                        case_name(case),
+                        case.label(),
                         &s.trial_config_blake3[..s.trial_config_blake3.len().min(16)],
                         at.seq
                     )),
-                    Err(e) => bad.push(format!("{}: {e}", case_name(case))),
+                    Err(e) => bad.push(format!("{}: {e}", case.label())),
                 }
             }
         }
@@ -878,7 +870,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
     for id in &identities {
         match skip_check(l, g, id) {
             Some(Ok(s)) => skips.push(s),
-            Some(Err(why)) => bad_skips.push(format!("{}: {why}", case_name(id))),
+            Some(Err(why)) => bad_skips.push(format!("{}: {why}", id.label())),
             None => {}
         }
     }
@@ -927,19 +919,19 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         if !id_set.contains(&original)
             || (case.replacement > 0 && !skipped.contains(case) && case.replacement > 1)
         {
-            foreign.push(case_name(case));
+            foreign.push(case.label());
         }
         if starts > 1 {
-            duplicates.push(case_name(case));
+            duplicates.push(case.label());
         }
         if results > 1 {
-            multi_results.push(case_name(case));
+            multi_results.push(case.label());
         }
         match status {
-            CaseStatus::NotStarted if case.replacement == 0 => missing.push(case_name(case)),
+            CaseStatus::NotStarted if case.replacement == 0 => missing.push(case.label()),
             CaseStatus::NotStarted => {}
-            CaseStatus::Started => not_terminal.push(case_name(case)),
-            CaseStatus::TerminalInvalid if !skipped.contains(case) => invalid.push(case_name(case)),
+            CaseStatus::Started => not_terminal.push(case.label()),
+            CaseStatus::TerminalInvalid if !skipped.contains(case) => invalid.push(case.label()),
             CaseStatus::TerminalInvalid => {}
             CaseStatus::TerminalValid => {
                 if case.replacement == 0
@@ -1618,16 +1610,22 @@ pub fn intersection(state: &State, l: &LineageState, round: &str) -> Intersectio
     for id in crate::decide::group_identities(l, round) {
         let r = status(Some(l), round, &id);
         let c = status(cl, cg, &id);
-        let name = case_name(&id);
+        let name = id.label();
         match (c, r) {
             (CaseStatus::TerminalValid, CaseStatus::TerminalValid) => out.included.push(name),
             (c, r) => {
-                let why = if c != CaseStatus::TerminalValid {
-                    format!("control {c:?}")
-                } else {
-                    format!("{round} {r:?}")
+                let status = |s: CaseStatus| {
+                    serde_json::to_value(s)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
                 };
-                out.excluded.push((name, why.to_lowercase()));
+                let why = if c != CaseStatus::TerminalValid {
+                    format!("control {}", status(c))
+                } else {
+                    format!("{round} {}", status(r))
+                };
+                out.excluded.push((name, why));
             }
         }
     }

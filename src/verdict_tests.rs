@@ -1051,7 +1051,10 @@ fn the_comparison_uses_the_exact_case_intersection() {
     assert_eq!(cmp.included.len(), 12);
     assert_eq!(
         cmp.excluded,
-        vec![("regex-log/t1".to_string(), "r1 terminalinvalid".to_string())]
+        vec![(
+            "regex-log/t1".to_string(),
+            "r1 terminal_invalid".to_string()
+        )]
     );
 }
 

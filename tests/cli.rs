@@ -645,7 +645,7 @@ mod cases {
         )
     }
 
-    fn append(h: &Harness, events: Vec<Event>) {
+    pub(super) fn append(h: &Harness, events: Vec<Event>) {
         let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
         let drafts: Vec<Draft> = events
             .into_iter()
@@ -1636,7 +1636,6 @@ mod verdicts {
     use super::Harness;
     use super::*;
     use benchledger::events::*;
-    use benchledger::ledger::Draft;
 
     const L: &str = "short13-kimi-2026-11";
 
@@ -1649,19 +1648,7 @@ mod verdicts {
         h
     }
 
-    fn append(h: &Harness, events: Vec<Event>) {
-        let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
-        let drafts: Vec<Draft> = events
-            .into_iter()
-            .map(|event| Draft {
-                actor: "test".into(),
-                event,
-                idempotency_key: None,
-            })
-            .collect();
-        l.append(&drafts, benchledger::timefmt::now_utc_ns())
-            .unwrap();
-    }
+    use super::cases::append;
 
     /// The README's worked session, command for command: freeze, sign off,
     /// record the gates, start a case with a stand-in command that leaves a
