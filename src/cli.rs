@@ -545,8 +545,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => {
             let ledger = Ledger::open(&dir, wait)?;
             let report = ledger.verify()?;
-            print_verify(&report, a.json)?;
-            Ok(if report.ok() {
+            // Paired check of the derived cache: a present checkpoint must
+            // equal the replay of the (verified) log at its seq.
+            let ckpt = if report.ok() {
+                Some(crate::checkpoint::check(&ledger)?)
+            } else {
+                None
+            };
+            print_verify(&report, ckpt.as_ref(), a.json)?;
+            let ckpt_ok = !matches!(ckpt, Some(crate::checkpoint::Check::Differs { .. }));
+            Ok(if report.ok() && ckpt_ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(ExitClass::CheckFailed.code())
@@ -707,6 +715,17 @@ pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
         .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
 }
 
+/// The state `decide` reads: `projections::replay` through the projection
+/// checkpoint (checkpoint.rs), which folds only the log's tail when a valid
+/// checkpoint exists. Failing to write a checkpoint is a warning.
+pub(crate) fn decide_state(ledger: &Ledger) -> anyhow::Result<crate::projections::State> {
+    let r = crate::checkpoint::replay(ledger, crate::checkpoint::Policy::DEFAULT)?;
+    if let Some(Err(e)) = &r.written {
+        eprintln!("benchledger: warning: projection checkpoint not written ({e}); later commands replay from genesis");
+    }
+    Ok(r.state)
+}
+
 /// Decides against the replayed state and appends, all under the writer
 /// lock held by `ledger`.
 pub(crate) fn decide_and_append(
@@ -715,7 +734,7 @@ pub(crate) fn decide_and_append(
     now_ns: u64,
     decide: impl FnOnce(&crate::projections::State) -> crate::Result<Vec<Event>>,
 ) -> anyhow::Result<Vec<crate::ledger::Appended>> {
-    let state = crate::projections::replay(ledger)?;
+    let state = decide_state(ledger)?;
     append_events(ledger, actor, now_ns, decide(&state)?)
 }
 
@@ -800,7 +819,7 @@ fn run_manifest(cli: &Cli, cmd: &ManifestCommand, wait: Duration) -> anyhow::Res
         }
         ManifestCommand::Show(a) => {
             let ledger = Ledger::open(dir, wait)?;
-            let state = crate::projections::replay(&ledger)?;
+            let state = decide_state(&ledger)?;
             let l = state.lineage(a.lineage.as_deref())?;
             if let Some(p) = &a.private {
                 let checked = crate::manifest::check_private(
@@ -849,17 +868,30 @@ fn without_nulls(v: serde_json::Value) -> serde_json::Value {
     }
 }
 
-fn print_verify(r: &VerifyReport, as_json: bool) -> anyhow::Result<()> {
+fn print_verify(
+    r: &VerifyReport,
+    ckpt: Option<&crate::checkpoint::Check>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    use crate::checkpoint::{Check, CHECKPOINT_FILE};
     if as_json {
         let d = r.damage.as_ref();
+        let ckpt = ckpt.map(|c| match c {
+            Check::Absent => json!({ "state": "absent" }),
+            Check::Ignored { why } => json!({ "state": "ignored", "why": why }),
+            Check::Matches { seq } => json!({ "state": "matches", "seq": seq }),
+            Check::Differs { seq } => json!({ "state": "differs", "seq": seq }),
+        });
+        let ok = r.ok() && !matches!(ckpt_state(ckpt.as_ref()), Some("differs"));
         return print_json(&json!({
-            "ok": r.ok(),
+            "ok": ok,
             "records": r.records,
             "head_seq": r.head.map(|h| h.seq),
             "head_hash": r.head.map(|h| hex::encode(h.hash)),
             "first_bad_seq": d.map(|d| d.seq),
             "damage": d.map(|d| d.kind),
             "detail": d.map(|d| d.detail.clone()),
+            "checkpoint": ckpt,
         }));
     }
     match (&r.damage, r.head) {
@@ -872,5 +904,21 @@ fn print_verify(r: &VerifyReport, as_json: bool) -> anyhow::Result<()> {
         (Some(d), _) => println!("damaged: first bad seq {}: {}: {}", d.seq, d.kind, d.detail),
         (None, None) => unreachable!("a report without damage has a head"),
     }
+    match ckpt {
+        Some(Check::Matches { seq }) => {
+            println!("checkpoint: the projection checkpoint at seq {seq} equals the replay of the log")
+        }
+        Some(Check::Ignored { why }) => {
+            println!("checkpoint: {CHECKPOINT_FILE} is ignored: {why}")
+        }
+        Some(Check::Differs { seq }) => println!(
+            "damaged: the projection checkpoint at seq {seq} differs from the replay of the log; deciding verbs would trust it: delete {CHECKPOINT_FILE} (the log itself verifies)"
+        ),
+        Some(Check::Absent) | None => {}
+    }
     Ok(())
+}
+
+fn ckpt_state(v: Option<&serde_json::Value>) -> Option<&str> {
+    v.and_then(|v| v.get("state")).and_then(|s| s.as_str())
 }

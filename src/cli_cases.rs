@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::cli::decide_state as replay;
 use crate::cli::{
     decide_and_append, print_json, BadUsage, CaseCommand, Cli, GroupCommand, ResumeArgs,
 };
@@ -16,7 +17,7 @@ use crate::decide::{CaseStart, GroupOpen};
 use crate::error::Error;
 use crate::events::{ArtifactRecorded, CaseProcessExited, CaseRef, Event, GroupRef};
 use crate::ledger::{Draft, Ledger};
-use crate::projections::{replay, LineageState, State};
+use crate::projections::{LineageState, State};
 use crate::timefmt::now_utc_ns;
 
 /// Splits `LINEAGE/GROUP` or `GROUP`.

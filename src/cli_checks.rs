@@ -21,6 +21,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::checks;
+use crate::cli::decide_state as replay;
 use crate::cli::{print_json, BadUsage, Cli};
 use crate::error::{Error, ExitClass};
 use crate::events::{CheckRecorded, CleanupAudited, Event, GroupRef, Status};
@@ -28,7 +29,7 @@ use crate::events::{CheckRecorded, CleanupAudited, Event, GroupRef, Status};
 use crate::ledger::Draft;
 use crate::ledger::{Appended, Ledger};
 use crate::manifest::Tier;
-use crate::projections::{replay, LineageState};
+use crate::projections::LineageState;
 use crate::timefmt::now_utc_ns;
 
 /// Default pause between two monitor samples, in milliseconds.

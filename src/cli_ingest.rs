@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
+use crate::cli::decide_state as replay;
 use crate::cli::{print_json, Cli};
 use crate::cli_cases::parse_group;
 use crate::error::Error;
 use crate::events::{ArtifactRecorded, Event, GroupRef};
 use crate::ingest::{bitrouter, harbor, Progress};
 use crate::ledger::{Appended, Batch, Draft, Ledger};
-use crate::projections::replay;
 use crate::timefmt::now_utc_ns;
 
 /// Rows between progress reports on a terminal.

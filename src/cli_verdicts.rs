@@ -380,7 +380,7 @@ pub fn run_control(cli: &Cli, cmd: &ControlCommand, wait: Duration) -> anyhow::R
             report_appended(&done, a.json, "control reuse recorded")?;
         }
         ControlCommand::List(a) => {
-            let state = crate::projections::replay(&ledger)?;
+            let state = crate::cli::decide_state(&ledger)?;
             let cat = verdict::control_catalog(&state);
             if a.json {
                 print_json(&json!({ "controls": cat }))?;

@@ -64,6 +64,32 @@ pub fn decode_canonical<T: Serialize + DeserializeOwned>(bytes: &[u8]) -> Result
     Ok(value)
 }
 
+fn bulk_config() -> impl bincode::config::Config {
+    bincode::config::standard()
+        .with_big_endian()
+        .with_fixed_int_encoding()
+        .with_limit::<{ crate::limits::CHECKPOINT_BYTES_MAX }>()
+}
+
+/// Encodes derived, non-ledger data (a projection checkpoint) with the
+/// record encoding and the larger `CHECKPOINT_BYTES_MAX` limit. Never used
+/// for records: what is hashed into the chain goes through `encode`.
+pub fn encode_bulk<T: Serialize>(value: &T) -> Result<Vec<u8>, CodecError> {
+    bincode::serde::encode_to_vec(value, bulk_config())
+        .map_err(|e| CodecError::Unencodable(e.to_string()))
+}
+
+/// Decodes what `encode_bulk` wrote; every byte must be consumed. No
+/// canonical check: the caller checks the blob's own checksum first.
+pub fn decode_bulk<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    let (value, used): (T, usize) = bincode::serde::decode_from_slice(bytes, bulk_config())
+        .map_err(|e| CodecError::Undecodable(e.to_string()))?;
+    if used != bytes.len() {
+        return Err(CodecError::Trailing(bytes.len() - used));
+    }
+    Ok(value)
+}
+
 /// A bincode writer that compares what is written with `expected` instead
 /// of storing it (the canonical-form check of `decode_canonical`).
 struct CompareWriter<'a> {

@@ -2,7 +2,7 @@
 //! payload decoders, the export/import line reader, the manifest parser,
 //! and each ingest parser (BitRouter traces, decisions, usage, receipts as
 //! rows and as documents, outcomes strict and analytical; Harbor trial and
-//! job results; trial names; canonical JSON).
+//! job results; trial names; canonical JSON; projection checkpoints).
 //!
 //! Proptest drives a mutation engine (no nightly toolchain needed, so CI
 //! runs it on stable): an input is a seed from the corpus plus a list of
@@ -1208,5 +1208,47 @@ fn fuzz_trial_names_and_canonical_json() {
             "none".into()
         },
         "txt",
+    );
+}
+
+fn checkpoint_target(data: &[u8]) -> String {
+    // As read (the checksum almost never holds), then with the checksum
+    // recomputed so the mutation reaches the header and state decoders.
+    let _ = crate::checkpoint::decode(data);
+    let mut sealed = data.to_vec();
+    crate::checkpoint::seal(&mut sealed);
+    match crate::checkpoint::decode(&sealed) {
+        Ok((_, state)) => format!("ok {}", state.lineages.len()),
+        Err(e) => {
+            check_refusal(data, &e);
+            sig_of(&e)
+        }
+    }
+}
+
+#[test]
+fn fuzz_checkpoint_decoder() {
+    let src = Path::new(ROOT).join("replay-tests/ledgers/rejected-safety-low-scores.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ledger");
+    let mut input = std::io::BufReader::new(std::fs::File::open(src).unwrap());
+    crate::export::import_jsonl(&mut input, "fuzz", &dir, std::time::Duration::ZERO).unwrap();
+    let ledger = crate::ledger::Ledger::open(&dir, std::time::Duration::ZERO).unwrap();
+    let head = ledger.head().unwrap();
+    let mut seeds = Vec::new();
+    for seq in [0, 3, head.seq] {
+        let state = crate::projections::replay_until(&ledger, Default::default(), seq).unwrap();
+        let hash = ledger.read(seq).unwrap().hash;
+        let mut bytes = crate::checkpoint::encode(&state, seq, hash).unwrap();
+        bytes.truncate(bytes.len() - 32); // the target re-seals
+        seeds.push(bytes);
+    }
+    fuzz(
+        "checkpoint",
+        seeds,
+        Form::Binary,
+        cases(),
+        checkpoint_target,
+        "hex",
     );
 }

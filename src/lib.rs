@@ -12,6 +12,7 @@
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod chain;
+pub mod checkpoint;
 pub mod checks;
 pub mod cli;
 pub mod cli_cases;

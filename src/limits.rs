@@ -28,3 +28,12 @@ pub const LOCK_POLL_MS: u64 = 20;
 /// A record's hex doubles its size and the decoded payload adds at most as
 /// much again, escaped.
 pub const EXPORT_LINE_BYTES_MAX: usize = 8 * RECORD_BYTES_MAX;
+/// Largest projection checkpoint (`checkpoint.rs`) written or read, in
+/// bytes; a state that encodes larger is simply not checkpointed.
+pub const CHECKPOINT_BYTES_MAX: usize = 1024 * 1024 * 1024;
+/// Fewest events a ledger holds before a deciding verb writes a projection
+/// checkpoint (below it a full replay is cheap).
+pub const CHECKPOINT_EVENTS_MIN: u64 = 4096;
+/// Most events a deciding verb folds past a valid checkpoint before it
+/// writes a fresh one.
+pub const CHECKPOINT_TAIL_EVENTS_MAX: u64 = 4096;

@@ -19,7 +19,7 @@ use crate::ledger::Ledger;
 pub const PROJECTION_VERSION: u32 = 1;
 
 /// Where an event sits in the log: its seq and when it was recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct At {
     /// The record's seq.
     pub seq: u64,
@@ -53,7 +53,7 @@ impl CaseStatus {
 }
 
 /// Everything recorded about one case identity of a group.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CaseState {
     /// The start (at most one: CASE-2).
     pub started: Option<(At, CaseStarted)>,
@@ -98,7 +98,7 @@ impl CaseState {
 }
 
 /// One group of a lineage as the log has it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GroupState {
     /// The daemon start.
     pub opened: Option<(At, GroupOpened)>,
@@ -128,7 +128,7 @@ pub struct GroupState {
 }
 
 /// A trace as the join needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TraceObs {
     /// The HTTP status the daemon answered.
     pub http_status: u16,
@@ -139,7 +139,7 @@ pub struct TraceObs {
 }
 
 /// A usage row as settlement needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UsageObs {
     /// The provider that served it.
     pub provider_id: String,
@@ -160,7 +160,7 @@ pub struct UsageObs {
 }
 
 /// A policy decision as the join and replay rows need it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DecisionObs {
     /// The persisted request id, if recorded.
     pub request_id: Option<String>,
@@ -175,7 +175,7 @@ pub struct DecisionObs {
 }
 
 /// An authoritative settlement receipt (SETTLE-4, SETTLE-5).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReceiptObs {
     /// Its state.
     pub state: ReceiptState,
@@ -184,7 +184,7 @@ pub struct ReceiptObs {
 }
 
 /// A task-scoped verifier outcome (JOIN-3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskOutcome {
     /// Harbor's trial name, if recorded.
     pub trial_name: Option<String>,
@@ -197,7 +197,7 @@ pub struct TaskOutcome {
 /// Everything recorded under one persisted request id of a group. Each list
 /// holds (seq, observation); more than one entry in a list is a duplicate
 /// the verdict reports (JOIN-1).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestState {
     /// Trace rows (T).
     pub traces: Vec<(u64, TraceObs)>,
@@ -227,7 +227,7 @@ impl GroupState {
 }
 
 /// The latest observation of a gate: when, and pass or fail.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Observation {
     /// Where it sits in the log.
     pub at: At,
@@ -236,7 +236,7 @@ pub struct Observation {
 }
 
 /// The latest gate observations of a lineage (GATE-1..3).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Gates {
     /// The latest STS identity proof.
     pub identity: Option<Observation>,
@@ -247,7 +247,7 @@ pub struct Gates {
 }
 
 /// One lineage as the log has it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LineageState {
     /// Seq of the `manifest_frozen` event.
     pub frozen_seq: u64,
@@ -274,7 +274,7 @@ impl LineageState {
 }
 
 /// Everything the decisions need, folded from the log.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// Seq of the last event applied.
     pub head_seq: Option<u64>,

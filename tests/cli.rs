@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 
 #[path = "cli/bad_inputs.rs"]
 mod bad_inputs;
+#[path = "cli/checkpoint.rs"]
+mod checkpoint;
 #[path = "cli/reliability.rs"]
 mod reliability;
 #[path = "cli/report.rs"]
