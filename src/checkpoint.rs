@@ -48,7 +48,7 @@ pub const CHECKPOINT_FORMAT: u32 = 1;
 /// The layout of `projections::State` as encoded. Any change to the state's
 /// types changes the bytes; the test `state_layout_is_pinned` then fails
 /// until this is raised and its pinned hash renewed.
-pub const STATE_LAYOUT_VERSION: u32 = 1;
+pub const STATE_LAYOUT_VERSION: u32 = 2;
 
 /// BLAKE3 derive_key context of the checksum.
 const CHECKSUM_CONTEXT: &str = "benchledger v1 projection checkpoint";

@@ -326,21 +326,48 @@ fn check_re_derives_the_checkpoint_and_names_a_forged_state() {
 
 #[test]
 fn the_state_layout_is_pinned() {
-    // The encoded decide state of a recorded lineage. If this fails because
-    // a projection type changed, raise STATE_LAYOUT_VERSION (old checkpoints
-    // are then ignored, not misread) and renew the hash; if the recorded
-    // ledger was regenerated, renew the hash.
-    let (_t, ledger) = imported("short13-accepted");
-    let state = replay(&ledger).unwrap();
-    let bytes = codec::encode_bulk(&state).unwrap();
+    // The encoded decide state of every recorded lineage, plus decisions
+    // carrying both forms of ingress commitment (no recorded lineage has
+    // one). If this fails because a projection type changed, raise
+    // STATE_LAYOUT_VERSION (old checkpoints are then ignored, not misread)
+    // and renew the hash; if the recorded ledgers were regenerated, renew
+    // the hash.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    names.sort();
+    let mut all = blake3::Hasher::new();
+    for p in names {
+        let (_t, ledger) = imported(p.file_stem().unwrap().to_str().unwrap());
+        let mut state = replay(&ledger).unwrap();
+        let g = state
+            .lineages
+            .values_mut()
+            .flat_map(|l| l.groups.values_mut())
+            .next()
+            .unwrap();
+        for c in ["sha256:".to_string() + &"ab".repeat(32), "other".into()] {
+            g.decisions.push((
+                7,
+                crate::projections::DecisionObs {
+                    request_id: None,
+                    commitment: Some(crate::projections::Commitment::parse(&c)),
+                    reason: "r".into(),
+                    selected_tier: None,
+                    selected_model: Some("m".into()),
+                },
+            ));
+        }
+        all.update(&codec::encode_bulk(&state).unwrap());
+    }
     assert_eq!(
+        (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            STATE_LAYOUT_VERSION,
-            blake3::hash(&bytes).to_hex().to_string()
-        ),
-        (
-            1,
-            "3890e2d38ba7b30c70d1f7072dbf834c0bd4439879d452029556cdaf9026054b".to_string()
+            2,
+            "6808a0b7eefd88f46df4837c92c35588fcbebbde7e24142aafed55e184df0fb4".to_string()
         ),
         "state layout changed"
     );

@@ -135,16 +135,16 @@ pub struct TraceObs {
     /// Completed, failed or cancelled.
     pub status: TraceStatus,
     /// When the daemon captured it (RFC 3339 text as recorded).
-    pub captured_at: String,
+    pub captured_at: Box<str>,
 }
 
 /// A usage row as settlement needs it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UsageObs {
     /// The provider that served it.
-    pub provider_id: String,
+    pub provider_id: Sym,
     /// The model that served it.
-    pub model_id: String,
+    pub model_id: Sym,
     /// The observed buckets (SETTLE-1).
     pub buckets: TokenBuckets,
     /// BitRouter's charge, if computed.
@@ -156,7 +156,7 @@ pub struct UsageObs {
     /// Where the usage numbers come from.
     pub usage_origin: UsageOrigin,
     /// `completed` or `failed`, if recorded.
-    pub status: Option<String>,
+    pub status: Option<Sym>,
 }
 
 /// A policy decision as the join and replay rows need it.
@@ -164,14 +164,47 @@ pub struct UsageObs {
 pub struct DecisionObs {
     /// The persisted request id, if recorded.
     pub request_id: Option<String>,
-    /// The ingress commitment (64 hex, `sha256:` prefix removed), if recorded.
-    pub commitment: Option<String>,
+    /// The ingress commitment (`sha256:` prefix removed), if recorded.
+    pub commitment: Option<Commitment>,
     /// The decision reason (REPORT-5).
-    pub reason: String,
+    pub reason: Sym,
     /// The selected tier.
-    pub selected_tier: Option<String>,
+    pub selected_tier: Option<Sym>,
     /// The selected model.
-    pub selected_model: Option<String>,
+    pub selected_model: Option<Sym>,
+}
+
+/// A decision's ingress commitment: 32 bytes when it is 64 hex digits (as
+/// `ingest decisions` requires), else the text as recorded (lowercased).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Commitment {
+    /// A SHA-256, from 64 hex digits.
+    Sha256([u8; 32]),
+    /// Anything else, kept as text.
+    Other(Box<str>),
+}
+
+impl Commitment {
+    /// From the recorded text (`sha256:` prefix optional, any case).
+    pub fn parse(text: &str) -> Commitment {
+        let t = text
+            .strip_prefix("sha256:")
+            .unwrap_or(text)
+            .to_ascii_lowercase();
+        let mut out = [0u8; 32];
+        match hex::decode_to_slice(&t, &mut out) {
+            Ok(()) => Commitment::Sha256(out),
+            Err(_) => Commitment::Other(t.into()),
+        }
+    }
+
+    /// Lowercase hex (or the text as recorded, lowercased).
+    pub fn hex(&self) -> String {
+        match self {
+            Commitment::Sha256(b) => hex::encode(b),
+            Commitment::Other(t) => t.to_string(),
+        }
+    }
 }
 
 /// An authoritative settlement receipt (SETTLE-4, SETTLE-5).
@@ -187,11 +220,11 @@ pub struct ReceiptObs {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskOutcome {
     /// Harbor's trial name, if recorded.
-    pub trial_name: Option<String>,
+    pub trial_name: Option<Sym>,
     /// The task id.
-    pub task_id: String,
+    pub task_id: Sym,
     /// The reward, decimal text.
-    pub reward: String,
+    pub reward: Sym,
 }
 
 /// Everything recorded under one persisted request id of a group. Each list
@@ -200,14 +233,20 @@ pub struct TaskOutcome {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestState {
     /// Trace rows (T).
-    pub traces: Vec<(u64, TraceObs)>,
+    pub traces: One<(u64, TraceObs)>,
     /// Usage rows (U).
-    pub usage: Vec<(u64, UsageObs)>,
+    pub usage: One<(u64, UsageObs)>,
     /// Receipts, in log order; the latest is authoritative.
-    pub receipts: Vec<(u64, ReceiptObs)>,
+    pub receipts: One<(u64, ReceiptObs)>,
     /// Request-scoped outcomes (R).
-    pub outcomes: Vec<u64>,
+    pub outcomes: One<u64>,
 }
+
+/// A list that almost always holds exactly one item (one trace, one usage
+/// row, one receipt per request): that item is stored inline, so a
+/// replayed request costs no allocation per list. Encodes as a sequence,
+/// like `Vec`.
+pub type One<T> = smallvec::SmallVec<[T; 1]>;
 
 impl GroupState {
     /// True when sealed `accepted`.
@@ -291,6 +330,136 @@ pub struct State {
     pub secret_findings: BTreeMap<(String, String), Vec<(u64, String, String)>>,
     /// Whether `apply` scans every event's strings for credentials.
     pub scan_secrets: bool,
+    /// One shared copy of each repeated string of the request evidence
+    /// (providers, models, reasons, tiers): not state, not encoded.
+    #[serde(skip)]
+    pub syms: Interner,
+}
+
+/// A shared, immutable string of the replayed state (interned by
+/// `Interner`): compares, orders and encodes exactly like the `String` it
+/// holds.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sym(std::sync::Arc<str>);
+
+impl Sym {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Sym {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Sym {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Sym {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Sym {
+        Sym(s.into())
+    }
+}
+
+impl From<String> for Sym {
+    fn from(s: String) -> Sym {
+        Sym(s.into())
+    }
+}
+
+impl PartialEq<str> for Sym {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Sym {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Sym {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Sym> for String {
+    fn eq(&self, other: &Sym) -> bool {
+        **self == *other.0
+    }
+}
+
+impl serde::Serialize for Sym {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Sym {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Sym, D::Error> {
+        String::deserialize(d).map(Sym::from)
+    }
+}
+
+/// The set of shared strings behind `Sym`s. It is a memory optimisation,
+/// not state: two interners always compare equal.
+#[derive(Clone, Default)]
+pub struct Interner(std::collections::BTreeSet<Sym>);
+
+impl Interner {
+    /// The shared copy of `s`.
+    pub fn sym(&mut self, s: &str) -> Sym {
+        if let Some(found) = self.0.get(s) {
+            return found.clone();
+        }
+        let sym = Sym::from(s);
+        self.0.insert(sym.clone());
+        sym
+    }
+
+    /// `sym` of an optional string.
+    pub fn opt(&mut self, s: Option<&String>) -> Option<Sym> {
+        s.map(|s| self.sym(s))
+    }
+}
+
+impl PartialEq for Interner {
+    fn eq(&self, _: &Interner) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Interner({} strings)", self.0.len())
+    }
 }
 
 impl State {
@@ -411,26 +580,24 @@ impl State {
                         TraceObs {
                             http_status: e.http_status,
                             status: e.status,
-                            captured_at: e.captured_at.clone(),
+                            captured_at: e.captured_at.as_str().into(),
                         },
                     ))
                 })
             }
             Event::UsageRecorded(e) => {
+                let obs = UsageObs {
+                    provider_id: self.syms.sym(&e.provider_id),
+                    model_id: self.syms.sym(&e.model_id),
+                    buckets: e.buckets,
+                    final_charge_micro_usd: e.final_charge_micro_usd,
+                    charge_status: e.charge_status,
+                    reconciliation_status: e.reconciliation_status,
+                    usage_origin: e.usage_origin,
+                    status: self.syms.opt(e.status.as_ref()),
+                };
                 self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
-                    r.usage.push((
-                        seq,
-                        UsageObs {
-                            provider_id: e.provider_id.clone(),
-                            model_id: e.model_id.clone(),
-                            buckets: e.buckets,
-                            final_charge_micro_usd: e.final_charge_micro_usd,
-                            charge_status: e.charge_status,
-                            reconciliation_status: e.reconciliation_status,
-                            usage_origin: e.usage_origin,
-                            status: e.status.clone(),
-                        },
-                    ))
+                    r.usage.push((seq, obs))
                 })
             }
             Event::PolicyDecisionRecorded(e) => {
@@ -438,11 +605,11 @@ impl State {
                     request_id: e.request_id.clone(),
                     commitment: e
                         .ingress_request_id_sha256
-                        .as_ref()
-                        .map(|c| c.strip_prefix("sha256:").unwrap_or(c).to_ascii_lowercase()),
-                    reason: e.reason.clone(),
-                    selected_tier: e.selected_tier.clone(),
-                    selected_model: e.selected_model.clone(),
+                        .as_deref()
+                        .map(Commitment::parse),
+                    reason: self.syms.sym(&e.reason),
+                    selected_tier: self.syms.opt(e.selected_tier.as_ref()),
+                    selected_model: self.syms.opt(e.selected_model.as_ref()),
                 };
                 self.group(&e.group.lineage, &e.group.group, |g| {
                     g.decisions.push((seq, obs))
@@ -463,16 +630,16 @@ impl State {
                 Some(id) => self.request(&e.group.lineage, &e.group.group, id, |r| {
                     r.outcomes.push(seq)
                 }),
-                None => self.group(&e.group.lineage, &e.group.group, |g| {
-                    g.task_outcomes.push((
-                        seq,
-                        TaskOutcome {
-                            trial_name: e.trial_name.clone(),
-                            task_id: e.task_id.clone(),
-                            reward: e.reward.clone(),
-                        },
-                    ))
-                }),
+                None => {
+                    let obs = TaskOutcome {
+                        trial_name: self.syms.opt(e.trial_name.as_ref()),
+                        task_id: self.syms.sym(&e.task_id),
+                        reward: self.syms.sym(&e.reward),
+                    };
+                    self.group(&e.group.lineage, &e.group.group, |g| {
+                        g.task_outcomes.push((seq, obs))
+                    })
+                }
             },
             Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.cleanup = Some((at, e.clone()));

@@ -1418,9 +1418,9 @@ fn decision_counts(name: &str, diag: bool, g: &GroupState, v: &Verdict) -> Decis
             *out.by_category.entry("no_decision".into()).or_default() += 1;
             continue;
         };
-        *out.by_reason.entry(d.reason.clone()).or_default() += 1;
+        *out.by_reason.entry(d.reason.to_string()).or_default() += 1;
         *out.selected_tier
-            .entry(d.selected_tier.clone().unwrap_or_else(|| "none".into()))
+            .entry(d.selected_tier.as_deref().unwrap_or("none").to_string())
             .or_default() += 1;
         let mismatch = match (&d.selected_model, &r.provider_model) {
             (Some(sel), Some((_, model))) => !verdict::names_model(sel, model),
@@ -3713,9 +3713,9 @@ pub fn tables(state: &State) -> (Vec<RequestRow>, Vec<CaseRow>) {
                     tier: tier_text(r.tier),
                     provider: r.provider_model.as_ref().map(|(p, _)| p.clone()),
                     model: r.provider_model.as_ref().map(|(_, m)| m.clone()),
-                    reason: d.map(|d| d.reason.clone()),
+                    reason: d.map(|d| d.reason.to_string()),
                     category: category.to_string(),
-                    selected_tier: d.and_then(|d| d.selected_tier.clone()),
+                    selected_tier: d.and_then(|d| d.selected_tier.as_deref().map(String::from)),
                     uncached_input_tokens: b.map(|b| b.uncached_input_tokens),
                     cache_read_tokens: b.map(|b| b.cache_read_tokens),
                     cache_write_tokens: b.map(|b| b.cache_write_tokens),

@@ -101,7 +101,7 @@ fn a_report_of_a_9_of_13_control_at_4_29() {
     g.requests.insert(
         "only".into(),
         RequestState {
-            traces: vec![(
+            traces: smallvec::smallvec![(
                 1000,
                 TraceObs {
                     http_status: 200,
@@ -109,7 +109,7 @@ fn a_report_of_a_9_of_13_control_at_4_29() {
                     captured_at: "2026-11-20T01:00:00Z".into(),
                 },
             )],
-            usage: vec![(
+            usage: smallvec::smallvec![(
                 1001,
                 UsageObs {
                     provider_id: "anthropic".into(),
@@ -128,8 +128,8 @@ fn a_report_of_a_9_of_13_control_at_4_29() {
                     status: Some("completed".into()),
                 },
             )],
-            receipts: vec![],
-            outcomes: vec![],
+            receipts: smallvec::smallvec![],
+            outcomes: smallvec::smallvec![],
         },
     );
     let passing = g

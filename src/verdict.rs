@@ -185,7 +185,7 @@ pub fn settle_request(m: &ManifestFile, id: &str, r: &RequestState) -> RequestSe
             "no usage row: missing buckets are never zero (SETTLE-1)",
         );
     };
-    out.provider_model = Some((u.provider_id.clone(), u.model_id.clone()));
+    out.provider_model = Some((u.provider_id.to_string(), u.model_id.to_string()));
     out.buckets = Some(to_buckets(&u.buckets));
     let route = m
         .routes
@@ -486,8 +486,8 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
     let mut d_ids = BTreeSet::new();
     for (i, (seq, d)) in g.decisions.iter().enumerate() {
         let resolved = if all_committed {
-            let c = d.commitment.as_deref().unwrap_or_default();
-            match by_commitment.get(c) {
+            let c = d.commitment.as_ref().map(|c| c.hex()).unwrap_or_default();
+            match by_commitment.get(&c) {
                 Some(id) => Some((*id).clone()),
                 None => {
                     j.extra_decisions.push(format!("sha256:{c}"));

@@ -72,7 +72,7 @@ fn trace(date: &str) -> TraceObs {
     TraceObs {
         http_status: 200,
         status: TraceStatus::Completed,
-        captured_at: format!("{date}T10:00:00Z"),
+        captured_at: format!("{date}T10:00:00Z").into(),
     }
 }
 
@@ -88,8 +88,8 @@ fn buckets(u: u64, cr: u64, cw: u64, o: u64) -> TokenBuckets {
 
 fn strong_request(b: TokenBuckets, charge: Option<u64>) -> RequestState {
     RequestState {
-        traces: vec![(1, trace("2026-11-20"))],
-        usage: vec![(2, usage("anthropic", "claude-sonnet-4-5", b, charge))],
+        traces: smallvec::smallvec![(1, trace("2026-11-20"))],
+        usage: smallvec::smallvec![(2, usage("anthropic", "claude-sonnet-4-5", b, charge))],
         ..RequestState::default()
     }
 }
@@ -114,7 +114,7 @@ fn the_charge_is_recomputed_in_decimal_from_the_frozen_snapshot() {
 fn missing_usage_is_never_zero() {
     // rule SETTLE-1
     let r = RequestState {
-        traces: vec![(1, trace("2026-11-20"))],
+        traces: smallvec::smallvec![(1, trace("2026-11-20"))],
         ..RequestState::default()
     };
     let s = settle_request(&manifest(), "r", &r);
@@ -129,8 +129,8 @@ fn missing_usage_is_never_zero() {
 fn a_missing_cache_price_is_unknown_unless_the_fallback_is_declared() {
     // rule SETTLE-3: the economy route has no cache price.
     let r = RequestState {
-        traces: vec![(1, trace("2026-11-20"))],
-        usage: vec![(
+        traces: smallvec::smallvec![(1, trace("2026-11-20"))],
+        usage: smallvec::smallvec![(
             2,
             usage(
                 "ambient",
@@ -265,7 +265,7 @@ fn cost_series_are_labelled_and_never_summed() {
     g.requests.insert(
         "c".into(),
         RequestState {
-            traces: vec![(5, trace("2026-11-20"))],
+            traces: smallvec::smallvec![(5, trace("2026-11-20"))],
             ..Default::default()
         },
     );
@@ -394,7 +394,9 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
             100 + i as u64,
             crate::projections::DecisionObs {
                 request_id: Some(format!("opaque-{i}")),
-                commitment: Some(ingress_commitment(id)),
+                commitment: Some(crate::projections::Commitment::parse(&ingress_commitment(
+                    id,
+                ))),
                 reason: "static_table".into(),
                 selected_tier: Some("economy".into()),
                 selected_model: Some("qwen/qwen3-coder-30b".into()),
@@ -422,6 +424,28 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
     let j = joins(&manifest(), "r1", &g);
     assert_eq!(j.decision_key, "mixed");
     assert_eq!(j.weak_attribution.len(), 2);
+}
+
+#[test]
+fn a_commitment_keeps_hex_as_bytes_and_anything_else_as_text() {
+    // rule JOIN-2: the projection keeps 64 hex digits as 32 bytes (any case,
+    // with or without the tag) and other text as recorded, lowercased.
+    use crate::projections::Commitment;
+    let h = ingress_commitment("req-001");
+    let tagged = format!("sha256:{}", h.to_uppercase());
+    assert!(matches!(Commitment::parse(&tagged), Commitment::Sha256(_)));
+    assert_eq!(Commitment::parse(&tagged).hex(), h);
+    assert_eq!(Commitment::parse(&h), Commitment::parse(&tagged));
+    for odd in ["sha256:XYZ", "", &h[..63], &format!("{h}0")] {
+        let c = Commitment::parse(odd);
+        assert!(matches!(c, Commitment::Other(_)), "{odd:?}");
+        assert_eq!(
+            c.hex(),
+            odd.strip_prefix("sha256:")
+                .unwrap_or(odd)
+                .to_ascii_lowercase()
+        );
+    }
 }
 
 #[test]
