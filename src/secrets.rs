@@ -69,6 +69,21 @@ pub struct SecretFinding {
 /// "First" is by start offset; at one offset the rule listed first wins.
 pub fn scan(text: &str) -> Option<SecretFinding> {
     let bytes = text.as_bytes();
+    // Prefilter: every rule starts with at least two fixed bytes, so only a
+    // position whose byte pair is in `TRIGGER_PAIRS` is tried (the last byte
+    // never starts a match). Same result as trying every position.
+    bytes
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| pair_may_trigger(w[0], w[1]))
+        .find_map(|(at, _)| match_at(bytes, at))
+}
+
+/// `scan` without the prefilter: every position tried (the reference the
+/// prefilter is tested against).
+#[cfg(test)]
+fn scan_every_position(text: &str) -> Option<SecretFinding> {
+    let bytes = text.as_bytes();
     (0..bytes.len()).find_map(|at| match_at(bytes, at))
 }
 
@@ -641,6 +656,63 @@ const fn trigger_bytes() -> [bool; 256] {
     table
 }
 
+/// The first two bytes any rule can start with, as a bitset over
+/// `first << 8 | second`: token prefixes as written, keywords in any case,
+/// and the fixed starts `brk_`, `eyJ`, `-----BEGIN`, `://`.
+const TRIGGER_PAIRS: [u64; 1024] = trigger_pairs();
+
+fn pair_may_trigger(first: u8, second: u8) -> bool {
+    let i = (first as usize) << 8 | second as usize;
+    TRIGGER_PAIRS[i >> 6] & (1 << (i & 63)) != 0
+}
+
+const fn set_pair(table: &mut [u64; 1024], first: u8, second: u8) {
+    let i = (first as usize) << 8 | second as usize;
+    table[i >> 6] |= 1 << (i & 63);
+}
+
+/// Sets the pair in every combination of ASCII case.
+const fn set_pair_any_case(table: &mut [u64; 1024], first: u8, second: u8) {
+    let firsts = [first.to_ascii_lowercase(), first.to_ascii_uppercase()];
+    let seconds = [second.to_ascii_lowercase(), second.to_ascii_uppercase()];
+    let mut i = 0;
+    while i < 2 {
+        let mut j = 0;
+        while j < 2 {
+            set_pair(table, firsts[i], seconds[j]);
+            j += 1;
+        }
+        i += 1;
+    }
+}
+
+const fn trigger_pairs() -> [u64; 1024] {
+    let mut table = [0u64; 1024];
+    // prefixed tokens: `starts_with_at`, case as written
+    let mut i = 0;
+    while i < TOKEN_RULES.len() {
+        let p = TOKEN_RULES[i].prefix.as_bytes();
+        assert!(p.len() >= 2);
+        set_pair(&mut table, p[0], p[1]);
+        i += 1;
+    }
+    // assignments: the first keyword, any case (`match_words`)
+    let mut i = 0;
+    while i < ASSIGNMENT_RULES.len() {
+        let w = ASSIGNMENT_RULES[i].words[0].as_bytes();
+        assert!(w.len() >= 2);
+        set_pair_any_case(&mut table, w[0], w[1]);
+        i += 1;
+    }
+    set_pair(&mut table, b'b', b'r'); // brk_ (match_bitrouter_key)
+    set_pair(&mut table, b'e', b'y'); // eyJ (match_jwt)
+    set_pair(&mut table, b'-', b'-'); // -----BEGIN (match_pem_private_key)
+    set_pair(&mut table, b':', b'/'); // :// (match_url_password)
+    set_pair_any_case(&mut table, b'b', b'e'); // bearer, any case (match_bearer)
+    set_pair_any_case(&mut table, b'a', b'u'); // authorization, any case (match_basic_auth)
+    table
+}
+
 /// The shape of a credential whose trigger starts at byte `at`, if any.
 fn match_shape_at(bytes: &[u8], at: usize) -> Option<&'static str> {
     let first = bytes[at];
@@ -1046,6 +1118,28 @@ mod tests {
     }
 
     // verdict row: secrets — errors may echo a value only as length and shape.
+    /// The byte-pair prefilter of `scan` finds exactly what trying every
+    /// position finds: on every sample, every tail of it, each also in
+    /// upper and lower case (keywords match in any case).
+    #[test]
+    fn the_prefilter_changes_no_result() {
+        let mut texts: Vec<String> = positive_corpus().into_iter().map(|s| s.text).collect();
+        texts.extend(negative_corpus());
+        let (mut checked, mut found) = (0, 0);
+        for t in &texts {
+            for variant in [t.clone(), t.to_ascii_uppercase(), t.to_ascii_lowercase()] {
+                for start in (0..=variant.len()).filter(|&i| variant.is_char_boundary(i)) {
+                    let tail = &variant[start..];
+                    let expected = scan_every_position(tail);
+                    found += usize::from(expected.is_some());
+                    assert_eq!(scan(tail), expected, "{}", describe_redacted(tail));
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000 && found > 1_000, "{checked} {found}");
+    }
+
     #[test]
     fn describe_redacted_never_echoes_the_value() {
         for s in positive_corpus() {
