@@ -113,7 +113,7 @@ pub struct GroupState {
     /// Highest sampled run-tagged sandbox count (CLEAN-2).
     pub monitor_peak: Option<u64>,
     /// Request evidence by persisted request id (JOIN-1, JOIN-2).
-    pub requests: BTreeMap<String, RequestState>,
+    pub requests: BTreeMap<Sym, RequestState>,
     /// Policy decisions in log order (D): joined to traces in the verdict by
     /// request id, or by ingress commitment when every decision carries one
     /// (bitrouter-formats section 3).
@@ -162,8 +162,8 @@ pub struct UsageObs {
 /// A policy decision as the join and replay rows need it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DecisionObs {
-    /// The persisted request id, if recorded.
-    pub request_id: Option<String>,
+    /// The persisted request id, if recorded (shares the request key).
+    pub request_id: Option<Sym>,
     /// The ingress commitment (`sha256:` prefix removed), if recorded.
     pub commitment: Option<Commitment>,
     /// The decision reason (REPORT-5).
@@ -601,8 +601,12 @@ impl State {
                 })
             }
             Event::PolicyDecisionRecorded(e) => {
+                let request_id = e
+                    .request_id
+                    .as_deref()
+                    .map(|id| self.request_key(&e.group.lineage, &e.group.group, id));
                 let obs = DecisionObs {
-                    request_id: e.request_id.clone(),
+                    request_id,
                     commitment: e
                         .ingress_request_id_sha256
                         .as_deref()
@@ -698,9 +702,20 @@ impl State {
     }
 
     fn request(&mut self, lineage: &str, group: &str, id: &str, f: impl FnOnce(&mut RequestState)) {
-        self.group(lineage, group, |g| {
-            f(g.requests.entry(id.to_string()).or_default())
+        self.group(lineage, group, |g| match g.requests.get_mut(id) {
+            Some(r) => f(r),
+            None => f(g.requests.entry(Sym::from(id)).or_default()),
         });
+    }
+
+    /// The request map's own key for `id` when the group has one (no copy),
+    /// else a new `Sym`.
+    fn request_key(&self, lineage: &str, group: &str, id: &str) -> Sym {
+        self.lineages
+            .get(lineage)
+            .and_then(|l| l.groups.get(group))
+            .and_then(|g| g.requests.get_key_value(id))
+            .map_or_else(|| Sym::from(id), |(k, _)| k.clone())
     }
 
     fn group(&mut self, lineage: &str, group: &str, f: impl FnOnce(&mut GroupState)) {

@@ -3727,7 +3727,7 @@ pub fn tables(state: &State) -> (Vec<RequestRow>, Vec<CaseRow>) {
                     recomputed_micro_usd: r.recomputed_micro_usd,
                     http_status: g
                         .requests
-                        .get(&r.request_id)
+                        .get(r.request_id.as_str())
                         .and_then(|x| x.traces.first())
                         .map(|(_, t)| t.http_status),
                 });

@@ -414,7 +414,7 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
     let mut t_ids = BTreeSet::new();
     for (id, r) in &g.requests {
         if !r.traces.is_empty() {
-            t_ids.insert(id.clone());
+            t_ids.insert(id.to_string());
         }
         if r.traces.len() > 1 {
             dup("traces", id);
@@ -432,16 +432,16 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
         if !r.usage.is_empty() {
             j.usage += 1;
             if !has_t {
-                j.extra_usage.push(id.clone());
+                j.extra_usage.push(id.to_string());
             }
         } else if has_t {
-            j.missing_usage.push(id.clone());
+            j.missing_usage.push(id.to_string());
         }
         if !r.outcomes.is_empty() {
             j.outcomes += 1;
             j.outcomes_supplied = true;
             if !has_t {
-                j.extra_outcomes.push(id.clone());
+                j.extra_outcomes.push(id.to_string());
             }
         }
         if let (Some((_, t)), Some((_, u))) = (r.traces.first(), r.usage.first()) {
@@ -449,7 +449,7 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
                 let usage_ok = matches!(us, "completed" | "succeeded");
                 let trace_ok = t.status == TraceStatus::Completed;
                 if usage_ok != trace_ok {
-                    j.outcome_disagreements.push(id.clone());
+                    j.outcome_disagreements.push(id.to_string());
                 }
             }
         }
@@ -459,7 +459,7 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
             .requests
             .iter()
             .filter(|(_, r)| !r.traces.is_empty() && r.outcomes.is_empty())
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| id.to_string())
             .collect();
     }
     // Decisions: by commitment when every decision carries one, else by
@@ -495,7 +495,7 @@ pub fn joins(m: &ManifestFile, group: &str, g: &GroupState) -> Joins {
                 }
             }
         } else if all_ids {
-            d.request_id.clone()
+            d.request_id.as_deref().map(String::from)
         } else {
             j.weak_attribution.push(*seq);
             None
@@ -1195,7 +1195,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
             }
         } else {
             for (id, _) in g.requests.iter().filter(|(_, r)| !r.traces.is_empty()) {
-                let Some(ix) = j.decision_of.get(id) else {
+                let Some(ix) = j.decision_of.get(id.as_str()) else {
                     if j.decisions_required {
                         bad.push(format!("{id}: no decision to reconstruct"));
                     }

@@ -313,7 +313,7 @@ fn a_postprocessing_price_snapshot_changes_no_frozen_settlement() {
 fn policy_group(reqs: &[(&str, bool, bool, bool)]) -> GroupState {
     let mut g = GroupState::default();
     for (i, (id, t, u, d)) in reqs.iter().enumerate() {
-        let r = g.requests.entry(id.to_string()).or_default();
+        let r = g.requests.entry((*id).into()).or_default();
         if *t {
             r.traces.push((i as u64 * 10, trace("2026-11-20")));
         }
@@ -332,7 +332,7 @@ fn policy_group(reqs: &[(&str, bool, bool, bool)]) -> GroupState {
             g.decisions.push((
                 i as u64 * 10 + 2,
                 crate::projections::DecisionObs {
-                    request_id: Some(id.to_string()),
+                    request_id: Some((*id).into()),
                     commitment: None,
                     reason: "static_table".into(),
                     selected_tier: Some("economy".into()),
@@ -393,7 +393,7 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
         g.decisions.push((
             100 + i as u64,
             crate::projections::DecisionObs {
-                request_id: Some(format!("opaque-{i}")),
+                request_id: Some(format!("opaque-{i}").into()),
                 commitment: Some(crate::projections::Commitment::parse(&ingress_commitment(
                     id,
                 ))),
