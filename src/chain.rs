@@ -30,9 +30,19 @@ pub const VALUE_PREFIX_BYTES: usize = 64;
 /// Bytes of a stored head: seq (u64 big-endian) || hash.
 pub const HEAD_BYTES: usize = 40;
 
+/// A hasher in derive_key mode for `HASH_CONTEXT`, before any input: the
+/// context key is derived once per process, and each link clones this state
+/// instead of hashing the context string again (same output bytes).
+fn link_hasher() -> blake3::Hasher {
+    static KEYED: std::sync::OnceLock<blake3::Hasher> = std::sync::OnceLock::new();
+    KEYED
+        .get_or_init(|| blake3::Hasher::new_derive_key(HASH_CONTEXT))
+        .clone()
+}
+
 /// The hash linking record `seq` to its predecessor.
 pub fn link_hash(prev: &Hash, seq: u64, record_bytes: &[u8]) -> Hash {
-    let mut h = blake3::Hasher::new_derive_key(HASH_CONTEXT);
+    let mut h = link_hasher();
     h.update(prev);
     h.update(&seq.to_be_bytes());
     h.update(record_bytes);
@@ -428,6 +438,20 @@ mod tests {
         plain.extend_from_slice(&0u64.to_be_bytes());
         plain.extend_from_slice(b"x");
         assert_ne!(a, *blake3::hash(&plain).as_bytes());
+    }
+
+    #[test]
+    fn link_hash_is_blake3_derive_key_of_the_link_input() {
+        // The cached derive_key state must give exactly what a fresh
+        // derive_key hasher gives, on every call (not only the first).
+        for (seq, bytes) in [(0u64, &b"x"[..]), (7, b""), (u64::MAX, &[9u8; 3000][..])] {
+            let prev = [seq as u8; 32];
+            let mut fresh = blake3::Hasher::new_derive_key(HASH_CONTEXT);
+            fresh.update(&prev);
+            fresh.update(&seq.to_be_bytes());
+            fresh.update(bytes);
+            assert_eq!(link_hash(&prev, seq, bytes), *fresh.finalize().as_bytes());
+        }
     }
 
     #[test]
