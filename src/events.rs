@@ -60,6 +60,17 @@ macro_rules! vocabulary {
                 }
             }
 
+            /// `decode_payload` through `codec::decode_canonical_reference`.
+            #[cfg(test)]
+            pub(crate) fn decode_payload_reference(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+                match kind {
+                    $( $kind => codec::decode_canonical_reference::<$ty>(bytes)
+                        .map(Event::$variant)
+                        .map_err(|source| PayloadError::Codec { kind: $kind, source }), )*
+                    other => Err(PayloadError::UnknownKind(other.to_string())),
+                }
+            }
+
             /// The payload as JSON (field order as declared; maps are ordered).
             pub fn payload_json(&self) -> serde_json::Value {
                 let value = match self { $( Event::$variant(p) => serde_json::to_value(p), )* };

@@ -177,6 +177,45 @@ mod tests {
     }
 
     #[test]
+    fn decode_accepts_and_refuses_exactly_what_the_owned_decode_did() {
+        // Every example kind, every mutation of its payload and of its
+        // record: the same value or the same error as bincode's owned decode.
+        for (i, (event, key)) in crate::vectors::example_events().into_iter().enumerate() {
+            let payload = event.encode_payload().unwrap();
+            for m in codec::mutations(&payload) {
+                assert_eq!(
+                    Event::decode_payload(event.kind(), &m),
+                    Event::decode_payload_reference(event.kind(), &m),
+                    "{} {m:?}",
+                    event.kind()
+                );
+            }
+            let record = Record {
+                format: FORMAT_VERSION,
+                seq: i as u64,
+                recorded_at_utc_ns: 7,
+                actor: "operator:alice".into(),
+                kind: event.kind().into(),
+                idempotency_key: key,
+                payload,
+            };
+            let bytes = record.encode();
+            assert_eq!(Record::decode(&bytes).unwrap().event, event);
+            // Mutations of the header (the payload's were covered above).
+            let header = bytes.len() - record.payload.len();
+            for m in codec::mutations(&bytes[..header]) {
+                let mut m = m;
+                m.extend_from_slice(&bytes[header..]);
+                assert_eq!(
+                    codec::decode_canonical::<Record>(&m),
+                    codec::decode_canonical_reference::<Record>(&m),
+                    "{m:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn unknown_format_is_refused() {
         let mut r = note(3);
         r.format = 2;
