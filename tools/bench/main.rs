@@ -354,8 +354,9 @@ fn section_ingest(opts: &Opts) -> Value {
             println!(
                 "| {b} | {} | {} | {:.1} | {:.2}x | {:.0} MiB ({:.0}) |",
                 match *sys {
-                    "ledger" => "benchledger (Batch: guard, encode, chain, CAS transaction, flush)",
-                    "sled" => "raw sled (same bytes, plain inserts, one flush per batch)",
+                    "ledger" =>
+                        "benchledger (Batch: guard, encode, chain; CAS on the head; flush + fsync)",
+                    "sled" => "raw sled (same bytes, plain inserts, one flush + fsync per batch)",
                     _ => "SQLite WAL synchronous=FULL + BLAKE3 chain column",
                 },
                 si(opts.rows as f64 / med[i]),
@@ -430,7 +431,7 @@ fn section_cli(opts: &Opts, g: &Generated) -> Value {
     println!("| | p50 | p99 |");
     println!("| --- | --- | --- |");
     println!(
-        "| `benchledger note` (start to acknowledged flush, exit) | {:.1} ms | {:.1} ms |",
+        "| `benchledger note` (start to acknowledged flush + fsync, exit) | {:.1} ms | {:.1} ms |",
         c50 * 1e3,
         c99 * 1e3
     );
