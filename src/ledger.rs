@@ -420,10 +420,10 @@ impl Ledger {
         let mut index = std::collections::BTreeMap::new();
         for pair in self.store.idempotency_scan() {
             let (k, v) = pair?;
-            let seq = <[u8; 8]>::try_from(v.as_slice())
+            let seq = <[u8; 8]>::try_from(&v[..])
                 .map(u64::from_be_bytes)
                 .unwrap_or(u64::MAX);
-            index.insert(k, seq);
+            index.insert(k.to_vec(), seq);
         }
         if index != keys {
             let seq = index

@@ -64,7 +64,32 @@ pub const APPEND_CHUNK_RECORDS: usize = 1024;
 pub const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// One stored (key, value) pair, as read.
-pub type RawPair = (Vec<u8>, Vec<u8>);
+pub type RawPair = (Bytes, Bytes);
+
+/// Stored bytes as the store hands them out, without a copy (sled's own
+/// reference-counted buffer, kept opaque so that nothing outside this
+/// module names sled).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bytes(sled::IVec);
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({})", hex::encode(&self.0))
+    }
+}
 
 /// The storage operations the ledger needs, and nothing more.
 pub trait Store {
@@ -487,7 +512,7 @@ pub const DAMAGE_HEAD_KEY: &[u8] = HEAD_KEY;
 
 fn pairs(it: sled::Iter) -> Box<dyn Iterator<Item = Result<RawPair>>> {
     Box::new(it.map(|r| {
-        r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+        r.map(|(k, v)| (Bytes(k), Bytes(v)))
             .map_err(|e| Error::io("read", e))
     }))
 }

@@ -1035,7 +1035,14 @@ fn child_verify(dir: &Path) -> Value {
     );
     let rss_kib = vm_hwm_kib();
     let t = Instant::now();
-    let pairs: Vec<(Vec<u8>, Vec<u8>)> = ledger.store().scan(0).map(|p| p.expect("scan")).collect();
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = ledger
+        .store()
+        .scan(0)
+        .map(|p| {
+            let (k, v) = p.expect("scan");
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
     let scan_secs = t.elapsed().as_secs_f64();
     let value_bytes: usize = pairs.iter().map(|(_, v)| v.len()).sum();
     let t = Instant::now();
