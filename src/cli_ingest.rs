@@ -228,10 +228,24 @@ fn ingest_rows(
         bytes,
         blake3: file_blake3.clone(),
     });
-    batch.push(draft(
-        artifact,
-        format!("artifact:{kind}:{}:{}", g.group, &file_blake3[..32]),
-    ))?;
+    batch
+        .push(draft(
+            artifact,
+            format!("artifact:{kind}:{}:{}", g.group, &file_blake3[..32]),
+        ))
+        .map_err(|e| match e {
+            // The same bytes under another path: the rows are already there
+            // (their keys follow the content), the artifact would differ.
+            Error::Refused { rule, message } => Error::Refused {
+                rule,
+                message: format!(
+                    "{source}: a file with the same content (blake3 {}) was already ingested into {} under another path; nothing was appended ({message})",
+                    &file_blake3[..32],
+                    g.group
+                ),
+            },
+            other => other,
+        })?;
     let mut done = batch.commit()?;
     done.pop(); // the artifact
     let s = summarize(&done);

@@ -1125,6 +1125,30 @@ mod ingest {
     }
 
     #[test]
+    fn the_same_content_under_another_path_is_refused_naming_both() {
+        // rule LEDGER-2: the rows' keys follow the content, the artifact
+        // names the path; a copy is refused with exit 3, nothing appended.
+        let h = frozen();
+        let path = format!("{FIX}/usage.jsonl");
+        h.ok(&["ingest", "usage", "r1", &path]);
+        let copy = h.path("copy-of-usage.jsonl");
+        std::fs::copy(&path, &copy).unwrap();
+        let before = h.head_bytes();
+        let r = h.run(&["ingest", "usage", "r1", copy.to_str().unwrap()]);
+        assert_eq!(r.code, 3, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("copy-of-usage.jsonl: a file with the same content")
+                && r.stderr
+                    .contains("under another path; nothing was appended")
+                && r.stderr.contains("LEDGER-2"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(h.head_bytes(), before);
+    }
+
+    #[test]
     fn malformed_files_exit_2_naming_file_line_and_field_and_append_nothing() {
         let h = frozen();
         let remove = |k: &'static str| {

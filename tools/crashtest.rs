@@ -16,7 +16,7 @@
 //!   process group, running the real `benchledger` binary in a loop: `note`
 //!   (some with idempotency keys, some repeated) and `ingest
 //!   traces|decisions|usage|receipts|outcomes r1 FILE --json` of freshly
-//!   generated JSON Lines files (1..=64 rows drawn from
+//!   generated JSON Lines files (each with bytes new to the ledger: 1..=64 rows drawn from
 //!   `replay-tests/fixtures/bitrouter`). What the CLI printed after its
 //!   commit is the acknowledgement. The whole group (the loop and the CLI it
 //!   is running) is SIGKILLed after a random 0..=500 ms (plus 1 ms per 40
@@ -143,6 +143,15 @@ fn cli_writer(bin: &Path, dir: &Path, files: &Path, seed: u64) -> ! {
     let rows = fixture_rows();
     let stdout = std::io::stdout();
     let mut keys: Vec<(String, String)> = Vec::new();
+    // Every ingested file has content of its own: two files with the same
+    // bytes share their artifact's idempotency key but not its path, and a
+    // second one is refused (LEDGER-2, exit 3) by design. Files of earlier
+    // (killed) writers of this ledger count too.
+    let mut seen: std::collections::HashSet<String> = std::fs::read_dir(files)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
     let mut n = 0u64;
     loop {
         n += 1;
@@ -181,12 +190,17 @@ fn cli_writer(bin: &Path, dir: &Path, files: &Path, seed: u64) -> ! {
         } else {
             let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
             let pool = &rows[kind];
-            let count = 1 + rng.below(64);
-            let mut text = String::new();
-            for _ in 0..count {
-                text.push_str(&pool[rng.below(pool.len() as u64) as usize]);
-                text.push('\n');
-            }
+            let text = loop {
+                let count = 1 + rng.below(64);
+                let mut text = String::new();
+                for _ in 0..count {
+                    text.push_str(&pool[rng.below(pool.len() as u64) as usize]);
+                    text.push('\n');
+                }
+                if seen.insert(text.clone()) {
+                    break text;
+                }
+            };
             let path = files.join(format!("{seed}-{n}-{kind}.jsonl"));
             std::fs::write(&path, &text).expect("write ingest file");
             let out = cli(bin, dir)
