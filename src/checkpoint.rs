@@ -232,6 +232,7 @@ pub fn write(ledger_dir: &Path, state: &State, seq: u64, hash: Hash, policy: Pol
         )));
     }
     let dst = path(ledger_dir);
+    remove_stale_temporaries(ledger_dir);
     let tmp = ledger_dir.join(format!("{CHECKPOINT_FILE}.{}.tmp", std::process::id()));
     let written = (|| {
         let mut f = fs::File::create(&tmp)?;
@@ -242,6 +243,21 @@ pub fn write(ledger_dir: &Path, state: &State, seq: u64, hash: Hash, policy: Pol
         let _ = fs::remove_file(&tmp);
         Error::io(format!("cannot write {}", dst.display()), e)
     })
+}
+
+/// Removes temporaries a killed writer left (`<file>.<pid>.tmp`). Writers
+/// hold the ledger lock, so no other writer's temporary is in flight.
+fn remove_stale_temporaries(ledger_dir: &Path) {
+    let Ok(entries) = fs::read_dir(ledger_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&format!("{CHECKPOINT_FILE}.")) && name.ends_with(".tmp") {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 pub(crate) fn encode(state: &State, seq: u64, hash: Hash) -> Result<Vec<u8>> {

@@ -143,6 +143,25 @@ fn a_tail_of_tail_events_max_renews_the_checkpoint_and_a_shorter_one_does_not() 
 }
 
 #[test]
+fn a_write_removes_the_temporaries_of_killed_writers_and_nothing_else() {
+    let (_t, ledger) = imported("short13-accepted");
+    let dir = ledger.dir().to_path_buf();
+    let stale = dir.join(format!("{CHECKPOINT_FILE}.4242.tmp"));
+    let other = dir.join("operator-notes.tmp");
+    std::fs::write(&stale, b"half a checkpoint").unwrap();
+    std::fs::write(&other, b"not ours").unwrap();
+    checkpoint_at(&ledger, 5);
+    assert!(!stale.exists(), "a killed writer's temporary is removed");
+    assert!(other.exists(), "other files are left alone");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(CHECKPOINT_FILE))
+        .collect();
+    assert_eq!(names, vec![CHECKPOINT_FILE.to_string()]);
+}
+
+#[test]
 fn bytes_max_is_enforced_at_and_past_the_bound_on_write_and_read() {
     let (_t, ledger) = imported("short13-accepted");
     let head = ledger.head().unwrap();

@@ -354,6 +354,18 @@ fn check_ack(ledger: &Ledger, ack: &Ack) -> Result<(), String> {
     Ok(())
 }
 
+/// A present projection checkpoint equals the replay of the log up to its
+/// seq (or is ignored as unusable); never a different state.
+fn check_checkpoint(ledger: &Ledger) -> Result<(), String> {
+    match benchledger::checkpoint::check(ledger) {
+        Ok(benchledger::checkpoint::Check::Differs { seq }) => Err(format!(
+            "the projection checkpoint at seq {seq} differs from the replay of the log"
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("checkpoint check: {e}")),
+    }
+}
+
 /// Every ingested file visible in records `from..` is there completely: rows
 /// 1..=N (N = the file's lines) and its artifact, or nothing.
 fn check_files_atomic(ledger: &Ledger, from: u64, tally: &mut Tally) -> Result<(), String> {
@@ -564,6 +576,11 @@ fn drive(
         }
         check_files_atomic(&ledger, checked_to, &mut tally).map_err(ctx)?;
         checked_to = report.records;
+        // A killed CLI writer never leaves a projection checkpoint that
+        // differs from the replay of the log (every 10th kill: it replays).
+        if (k + 1) % 10 == 0 {
+            check_checkpoint(&ledger).map_err(ctx)?;
+        }
         // Keep the check cost flat: every ack was proven present; sample
         // the older ones from now on.
         if acks.len() > 2_000 {
@@ -594,6 +611,7 @@ fn drive(
         if let Some(d) = report.damage {
             return Err(format!("final verify: {d}"));
         }
+        check_checkpoint(&ledger)?;
         records += report.records;
     }
     println!(
