@@ -47,11 +47,17 @@ pub fn decode_canonical<T: Serialize + DeserializeOwned>(bytes: &[u8]) -> Result
     let (CopyOut(value), used): (CopyOut<T>, usize) =
         bincode::serde::borrow_decode_from_slice(bytes, config())
             .map_err(|e| CodecError::Undecodable(e.to_string()))?;
+    canonical(value, used, bytes)
+}
+
+/// The canonical-form check of a value decoded from `bytes` using `used`
+/// of them: every byte consumed, and re-encoding gives exactly `bytes`
+/// (straight against the input: no buffer, and the first differing byte
+/// stops the encoder).
+fn canonical<T: Serialize>(value: T, used: usize, bytes: &[u8]) -> Result<T, CodecError> {
     if used != bytes.len() {
         return Err(CodecError::Trailing(bytes.len() - used));
     }
-    // Re-encode straight against the input: no buffer, and the first
-    // differing byte stops the encoder.
     let mut cmp = CompareWriter {
         expected: bytes,
         at: 0,
@@ -101,20 +107,7 @@ pub(crate) fn decode_canonical_reference<T: Serialize + DeserializeOwned>(
 ) -> Result<T, CodecError> {
     let (value, used): (T, usize) = bincode::serde::decode_from_slice(bytes, config())
         .map_err(|e| CodecError::Undecodable(e.to_string()))?;
-    if used != bytes.len() {
-        return Err(CodecError::Trailing(bytes.len() - used));
-    }
-    let mut cmp = CompareWriter {
-        expected: bytes,
-        at: 0,
-        differs: false,
-    };
-    let encoded = bincode::serde::encode_into_writer(&value, &mut cmp, config());
-    if cmp.differs || cmp.at != bytes.len() {
-        return Err(CodecError::NonCanonical);
-    }
-    encoded.map_err(|e| CodecError::Unencodable(e.to_string()))?;
-    Ok(value)
+    canonical(value, used, bytes)
 }
 
 /// Every variation of `bytes` the differential tests try: each byte
