@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use benchledger::vectors;
+use benchledger::testkit::vectors;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -43,7 +43,7 @@ fn committed_chain_imports_and_verifies() {
     let tmp = tempfile::tempdir().unwrap();
     let text = read(&vectors_dir().join(vectors::CHAIN_FILE));
     let dir = tmp.path().join("l");
-    let head = benchledger::export::import_jsonl(
+    let head = benchledger::log::export::import_jsonl(
         &mut text.as_bytes(),
         "chain.jsonl",
         &dir,
@@ -122,7 +122,7 @@ fn every_kind_is_documented_with_exactly_its_fields() {
     }
     assert_eq!(
         documented.len(),
-        benchledger::events::Event::KINDS.len(),
+        benchledger::schema::events::Event::KINDS.len(),
         "EVENTS.md documents kinds that do not exist"
     );
 }
@@ -134,11 +134,11 @@ fn every_kind_is_documented_with_exactly_its_fields() {
 
 mod corpus {
     use super::*;
-    use benchledger::cli_verdicts::audit;
-    use benchledger::events::{CaseRef, Event, GroupRef};
-    use benchledger::ledger::Ledger;
-    use benchledger::projections::{replay_scanning, State};
-    use benchledger::verdict;
+    use benchledger::log::ledger::Ledger;
+    use benchledger::method::audit::audit;
+    use benchledger::method::projections::{replay_scanning, State};
+    use benchledger::method::verdict;
+    use benchledger::schema::events::{CaseRef, Event, GroupRef};
 
     pub(super) fn ledgers() -> Vec<(String, PathBuf)> {
         let mut v: Vec<_> = std::fs::read_dir(root().join("replay-tests/ledgers"))
@@ -158,8 +158,13 @@ mod corpus {
         let text = read(&path);
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("l");
-        benchledger::export::import_jsonl(&mut text.as_bytes(), name, &dir, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        benchledger::log::export::import_jsonl(
+            &mut text.as_bytes(),
+            name,
+            &dir,
+            Duration::from_secs(5),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         let ledger = Ledger::open(&dir, Duration::from_secs(5)).unwrap();
         (tmp, ledger)
     }
@@ -298,9 +303,9 @@ mod corpus {
         assert_eq!(l.stopped.as_ref().unwrap().1.rule, "LINEAGE-5");
         let m = &l.frozen.manifest.public;
         let g = m.groups.iter().find(|g| g.name == "r2").unwrap();
-        let open = benchledger::decide::group_open(
+        let open = benchledger::method::decide::group_open(
             &state,
-            benchledger::decide::GroupOpen {
+            benchledger::method::decide::GroupOpen {
                 lineage: None,
                 group: "r2".into(),
                 binary_sha256: m.software.bitrouter_binary_sha256.clone(),
@@ -321,8 +326,13 @@ mod corpus {
             "{open:?}"
         );
         // rule VERDICT-2, LINEAGE-3
-        let fb =
-            benchledger::decide::feedback(&state, None, "r1", &"a".repeat(64), &"b".repeat(64));
+        let fb = benchledger::method::decide::feedback(
+            &state,
+            None,
+            "r1",
+            &"a".repeat(64),
+            &"b".repeat(64),
+        );
         assert!(
             matches!(
                 fb,
@@ -354,10 +364,11 @@ mod corpus {
         assert!(c.invalidated.is_some());
         assert_eq!(
             c.status(&l.frozen.manifest.public.harbor.accepted_exceptions),
-            benchledger::projections::CaseStatus::TerminalInvalid
+            benchledger::method::projections::CaseStatus::TerminalInvalid
         );
         let rows =
-            benchledger::decide::resume(&state, None, "control", &Default::default()).unwrap();
+            benchledger::method::decide::resume(&state, None, "control", &Default::default())
+                .unwrap();
         let row = rows.iter().find(|r| r.case == case).unwrap();
         assert!(
             row.blocked
@@ -395,7 +406,8 @@ mod corpus {
             lineage: "short13-kimi-2026-11".into(),
             group: "control".into(),
         };
-        let again = benchledger::decide::control_reuse(&state, "short13-kimi-2027-01", &control);
+        let again =
+            benchledger::method::decide::control_reuse(&state, "short13-kimi-2027-01", &control);
         assert!(
             matches!(
                 again,
@@ -434,11 +446,11 @@ mod corpus {
         }
         let mut rec = v.decoded.record.clone();
         rec.payload = Event::GroupSealed(s).encode_payload().unwrap();
-        let forged = benchledger::chain::Sealed::new(v.prev, seq, rec.encode());
+        let forged = benchledger::log::chain::Sealed::new(v.prev, seq, rec.encode());
         ledger
             .store()
             .damage_put(
-                benchledger::store::DamageTree::Records,
+                benchledger::log::store::DamageTree::Records,
                 &seq.to_be_bytes(),
                 &forged.value(),
             )
@@ -458,8 +470,8 @@ mod corpus {
     fn audit_reports_a_verdict_the_projection_does_not_re_derive() {
         // rule VERDICT-4, CLEAN-2
         let text = read(&root().join("replay-tests/scenarios/rejected-cleanup-stray-volume.toml"));
-        let spec: benchledger::scenario::Scenario = toml::from_str(&text).unwrap();
-        let (mut world, _) = benchledger::scenario::run(&spec).unwrap();
+        let spec: benchledger::testkit::scenario::Scenario = toml::from_str(&text).unwrap();
+        let (mut world, _) = benchledger::testkit::scenario::run(&spec).unwrap();
         let mut changed = 0;
         for (_, e) in &mut world.records {
             if let Event::GroupSealed(s) = e {
@@ -507,7 +519,7 @@ mod corpus {
             .0
             .seq;
         let before =
-            benchledger::projections::replay_until(&ledger, State::scanning(), r1_seal - 1)
+            benchledger::method::projections::replay_until(&ledger, State::scanning(), r1_seal - 1)
                 .unwrap();
         let l = before.lineage(None).unwrap();
         assert!(l.groups["r1"].sealed.is_none());
@@ -558,7 +570,9 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let t = read(&p);
                 let name = p.file_name().unwrap().to_string_lossy();
-                let whole = name.ends_with("_tests.rs") || !p.starts_with(root().join("src"));
+                let whole = name == "tests.rs"
+                    || name.ends_with("_tests.rs")
+                    || !p.starts_with(root().join("src"));
                 if whole {
                     text.push_str(&t);
                 } else if let Some(i) = t.find("#[cfg(test)]") {

@@ -4,7 +4,7 @@
 //! the numbers of the table are fields of the JSON form, and a rejected
 //! group never carries a cost claim (VERDICT-2).
 
-use benchledger::projections::replay_scanning;
+use benchledger::method::projections::replay_scanning;
 use benchledger::report::{self, LedgerHead};
 
 use super::corpus::{import, ledgers};

@@ -9,41 +9,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "aws")]
-pub mod aws;
-pub mod chain;
-pub mod checkpoint;
-pub mod checks;
 pub mod cli;
-pub mod cli_cases;
-pub mod cli_checks;
-pub mod cli_ingest;
-pub mod cli_report;
-pub mod cli_verdicts;
-pub mod codec;
-pub mod decide;
 pub mod error;
-pub mod events;
-pub mod export;
-pub mod guard;
-pub mod ingest;
-pub mod ledger;
+pub mod evidence;
+pub mod gates;
 pub mod limits;
-pub mod manifest;
-pub mod money;
-pub mod projections;
-pub mod record;
+pub mod log;
+pub mod method;
 pub mod report;
-pub mod scenario;
-pub mod secrets;
-pub mod store;
-pub mod strings;
-pub mod timefmt;
-pub mod trial_config;
-pub mod vectors;
-pub mod verdict;
+pub mod schema;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 pub use error::{Error, ExitClass, Result};
-
-#[cfg(test)]
-mod fuzz_tests;

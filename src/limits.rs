@@ -37,3 +37,18 @@ pub const CHECKPOINT_EVENTS_MIN: u64 = 4096;
 /// Most events a deciding verb folds past a valid checkpoint before it
 /// writes a fresh one.
 pub const CHECKPOINT_TAIL_EVENTS_MAX: u64 = 4096;
+
+/// Default pause between two monitor samples, in milliseconds.
+pub const MONITOR_INTERVAL_MS_DEFAULT: u64 = 10_000;
+
+/// Shortest pause between two monitor samples, in milliseconds.
+pub const MONITOR_INTERVAL_MS_MIN: u64 = 100;
+
+/// Longest pause between two monitor samples, in milliseconds.
+pub const MONITOR_INTERVAL_MS_MAX: u64 = 3_600_000;
+
+/// Default sample count of one monitor run.
+pub const MONITOR_SAMPLES_DEFAULT: u64 = 360;
+
+/// Most samples one monitor run takes.
+pub const MONITOR_SAMPLES_MAX: u64 = 100_000;

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use benchledger::chain::DamageKind;
-use benchledger::ledger::Ledger;
-use benchledger::store::{DamageTree, Store};
+use benchledger::log::chain::DamageKind;
+use benchledger::log::ledger::Ledger;
+use benchledger::log::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
 #[path = "cli/bad_inputs.rs"]
@@ -624,8 +624,8 @@ fn sign_off_without_a_frozen_lineage_is_bad_input() {
 mod cases {
     use super::Harness;
     use super::*;
-    use benchledger::events::*;
-    use benchledger::ledger::Draft;
+    use benchledger::log::ledger::Draft;
+    use benchledger::schema::events::*;
     use std::collections::BTreeMap;
 
     const L: &str = "short13-kimi-2026-11";
@@ -657,7 +657,7 @@ mod cases {
                 idempotency_key: None,
             })
             .collect();
-        l.append(&drafts, benchledger::timefmt::now_utc_ns())
+        l.append(&drafts, benchledger::schema::time::now_utc_ns())
             .unwrap();
     }
 
@@ -683,7 +683,8 @@ mod cases {
         h.init();
         assert_eq!(h.freeze(&manifest(concurrency), PRIVATE).code, 0);
         let frozen =
-            benchledger::manifest::freeze(&manifest(concurrency), "m", PRIVATE, "p").unwrap();
+            benchledger::schema::manifest::freeze(&manifest(concurrency), "m", PRIVATE, "p")
+                .unwrap();
         let m = &frozen.manifest.public;
         let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
         let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
@@ -737,7 +738,7 @@ mod cases {
                 trial: format!("c{i}"),
                 replacement: 0,
             };
-            let rendered = benchledger::trial_config::render(m, "canary-1", &c).unwrap();
+            let rendered = benchledger::method::trial_config::render(m, "canary-1", &c).unwrap();
             gates.push(check(CheckKind::ConfigValidated, None, &rendered.blake3));
         }
         append(&h, gates);
@@ -1661,7 +1662,7 @@ mod checks {
 mod verdicts {
     use super::Harness;
     use super::*;
-    use benchledger::events::*;
+    use benchledger::schema::events::*;
 
     const L: &str = "short13-kimi-2026-11";
 
@@ -1702,7 +1703,7 @@ mod verdicts {
         h.ok(&[
             "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
         ]);
-        let frozen = benchledger::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
+        let frozen = benchledger::schema::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
         let fm = &frozen.manifest.public;
         let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();
         h.ok(&[
@@ -1723,7 +1724,7 @@ mod verdicts {
         // Gates (GATE-1..3, GATE-7).
         append(
             &h,
-            benchledger::scenario::aws_observations(&frozen, "canary-1"),
+            benchledger::testkit::scenario::aws_observations(&frozen, "canary-1"),
         );
         let (url, _srv) = super::checks::server(200, "{\"ok\":true}");
         h.ok(&[
@@ -1890,8 +1891,8 @@ mod verdicts {
                 .join("replay-tests/scenarios/rejected-cleanup-stray-volume.toml"),
         )
         .unwrap();
-        let spec: benchledger::scenario::Scenario = toml::from_str(&text).unwrap();
-        let (mut world, _) = benchledger::scenario::run(&spec).unwrap();
+        let spec: benchledger::testkit::scenario::Scenario = toml::from_str(&text).unwrap();
+        let (mut world, _) = benchledger::testkit::scenario::run(&spec).unwrap();
         for (_, e) in &mut world.records {
             if let Event::GroupSealed(s) = e {
                 if s.group.group == "control" {

@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchledger::events::{Event, OperatorNoted};
-use benchledger::ledger::{Draft, Ledger};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::schema::events::{Event, OperatorNoted};
 
 const MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -357,8 +357,8 @@ fn check_ack(ledger: &Ledger, ack: &Ack) -> Result<(), String> {
 /// A present projection checkpoint equals the replay of the log up to its
 /// seq (or is ignored as unusable); never a different state.
 fn check_checkpoint(ledger: &Ledger) -> Result<(), String> {
-    match benchledger::checkpoint::check(ledger) {
-        Ok(benchledger::checkpoint::Check::Differs { seq }) => Err(format!(
+    match benchledger::log::checkpoint::check(ledger) {
+        Ok(benchledger::log::checkpoint::Check::Differs { seq }) => Err(format!(
             "the projection checkpoint at seq {seq} differs from the replay of the log"
         )),
         Ok(_) => Ok(()),
@@ -649,7 +649,7 @@ fn main() {
         ),
         Some("drive") => {
             let mut kills = 50;
-            let mut seed = benchledger::timefmt::now_utc_ns();
+            let mut seed = benchledger::schema::time::now_utc_ns();
             let mut dir: Option<PathBuf> = None;
             let mut mode = Mode::Mixed;
             let mut bin: Option<PathBuf> = None;

@@ -1,6 +1,6 @@
 //! Builds the replay-test corpus: every `replay-tests/scenarios/*.toml` is
 //! run through the real `decide` functions with an injected clock
-//! (`benchledger::scenario`), written into a fresh sled ledger, and exported
+//! (`benchledger::testkit::scenario`), written into a fresh sled ledger, and exported
 //! as canonical JSONL to `replay-tests/ledgers/<name>.jsonl` (never a sled
 //! directory). Review the diff, then commit; the `replay` test target
 //! imports, verifies, replays, audits and snapshots each one.
@@ -28,14 +28,14 @@ fn main() -> anyhow::Result<()> {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        let spec: benchledger::scenario::Scenario =
+        let spec: benchledger::testkit::scenario::Scenario =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let (world, log) = benchledger::scenario::run(&spec)
+        let (world, log) = benchledger::testkit::scenario::run(&spec)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let tmp = tempfile::tempdir()?;
         let ledger = world.write(&tmp.path().join("ledger"))?;
         let mut out = Vec::new();
-        let head = benchledger::export::export_jsonl(&ledger, &mut out)?;
+        let head = benchledger::log::export::export_jsonl(&ledger, &mut out)?;
         std::fs::write(root.join("ledgers").join(format!("{name}.jsonl")), &out)?;
         eprintln!(
             "{name}: {} records, head {}, {} bytes; refusals met: {:?}",

@@ -10,12 +10,12 @@ fn main() -> std::io::Result<()> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("ledger-schema/vectors");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(
-        dir.join(benchledger::vectors::CHAIN_FILE),
-        benchledger::vectors::chain_jsonl(),
+        dir.join(benchledger::testkit::vectors::CHAIN_FILE),
+        benchledger::testkit::vectors::chain_jsonl(),
     )?;
     std::fs::write(
-        dir.join(benchledger::vectors::MUST_FAIL_FILE),
-        benchledger::vectors::must_fail_jsonl(),
+        dir.join(benchledger::testkit::vectors::MUST_FAIL_FILE),
+        benchledger::testkit::vectors::must_fail_jsonl(),
     )?;
     eprintln!("wrote {}", dir.display());
     Ok(())

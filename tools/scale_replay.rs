@@ -22,18 +22,18 @@ fn rss_peak_kib() -> u64 {
 fn main() -> anyhow::Result<()> {
     let k: usize = std::env::args().nth(1).map_or(Ok(36), |a| a.parse())?;
     let t = Instant::now();
-    let mut w = benchledger::scenario::World::new();
+    let mut w = benchledger::testkit::scenario::World::new();
     w.requests_per_case = k;
-    let text = benchledger::scenario::public_example();
-    w.freeze(&text, benchledger::scenario::EXAMPLE_PRIVATE)?;
-    let spec = benchledger::scenario::LineageSpec {
+    let text = benchledger::testkit::scenario::public_example();
+    w.freeze(&text, benchledger::testkit::scenario::EXAMPLE_PRIVATE)?;
+    let spec = benchledger::testkit::scenario::LineageSpec {
         edits: vec![],
         groups: None,
         reuse_control: None,
         reuse_refused: None,
         faults: vec![],
     };
-    benchledger::scenario::run_groups(&mut w, &spec)?;
+    benchledger::testkit::scenario::run_groups(&mut w, &spec)?;
     let built_s = t.elapsed().as_secs_f64();
     let tmp = tempfile::tempdir()?;
     let t = Instant::now();
@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
     let write_s = t.elapsed().as_secs_f64();
     drop(w);
     let t = Instant::now();
-    let state = benchledger::projections::replay_scanning(&ledger)?;
+    let state = benchledger::method::projections::replay_scanning(&ledger)?;
     let fold_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut statuses = Vec::new();
@@ -49,12 +49,12 @@ fn main() -> anyhow::Result<()> {
         for g in l.frozen.manifest.public.group_names() {
             statuses.push(format!(
                 "{g}={}",
-                benchledger::verdict::group_verdict(&state, l, g).status
+                benchledger::method::verdict::group_verdict(&state, l, g).status
             ));
         }
-        let _ = benchledger::verdict::lineage_view(&state, l);
+        let _ = benchledger::method::verdict::lineage_view(&state, l);
     }
-    let _ = benchledger::verdict::control_catalog(&state);
+    let _ = benchledger::method::verdict::control_catalog(&state);
     let verdicts_s = t.elapsed().as_secs_f64();
     println!(
         "{}",

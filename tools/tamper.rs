@@ -31,11 +31,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use benchledger::chain::{link_hash, DamageKind, Hash, HEAD_BYTES, VALUE_PREFIX_BYTES};
-use benchledger::events::{Event, OperatorNoted};
-use benchledger::ledger::{Draft, Ledger};
-use benchledger::record::Record;
-use benchledger::store::{DamageTree, Store, DAMAGE_HEAD_KEY};
+use benchledger::log::chain::{link_hash, DamageKind, Hash, HEAD_BYTES, VALUE_PREFIX_BYTES};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::log::record::Record;
+use benchledger::log::store::{DamageTree, Store, DAMAGE_HEAD_KEY};
+use benchledger::schema::events::{Event, OperatorNoted};
 
 /// splitmix64.
 struct Rng(u64);
@@ -537,7 +537,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut trials = 10_000u64;
     let mut records = 10_000u64;
-    let mut seed = benchledger::timefmt::now_utc_ns();
+    let mut seed = benchledger::schema::time::now_utc_ns();
     let mut check_every = 100u64;
     let mut kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
     let mut dir: Option<PathBuf> = None;

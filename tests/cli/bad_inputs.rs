@@ -19,8 +19,8 @@
 //! `{repeat:C:N}` (C repeated N times).
 
 use super::{Harness, Run, MANIFEST, PRIVATE};
-use benchledger::ledger::Ledger;
-use benchledger::store::{DamageTree, Store};
+use benchledger::log::ledger::Ledger;
+use benchledger::log::store::{DamageTree, Store};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -4,11 +4,11 @@
 //! the log itself still verifies.
 
 use super::Harness;
-use benchledger::checkpoint::{self, Policy, CHECKPOINT_FILE};
-use benchledger::events::{Event, OperatorNoted};
-use benchledger::ledger::{Draft, Ledger};
 use benchledger::limits::CHECKPOINT_EVENTS_MIN;
-use benchledger::projections::{replay_until, State};
+use benchledger::log::checkpoint::{self, Policy, CHECKPOINT_FILE};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::method::projections::{replay_until, State};
+use benchledger::schema::events::{Event, OperatorNoted};
 use std::path::Path;
 use std::time::Duration;
 

@@ -828,7 +828,7 @@ fn every_credential_shape_is_refused_on_every_append_path_unechoed() {
         shapes.len()
     );
     for s in &corpus {
-        let found = benchledger::secrets::scan(&s.text);
+        let found = benchledger::schema::secrets::scan(&s.text);
         assert_eq!(
             found.map(|f| f.shape),
             Some(s.name),
@@ -877,7 +877,7 @@ fn every_credential_shape_is_refused_on_every_append_path_unechoed() {
         ]);
         let name = s.text.trim();
         if name.chars().any(char::is_control)
-            || name.len() > benchledger::decide::SIGN_OFF_NAME_BYTES_MAX
+            || name.len() > benchledger::method::decide::SIGN_OFF_NAME_BYTES_MAX
         {
             assert_eq!(r.code, 2, "sign-off {}: {}", s.name, r.stderr);
             assert_unechoed(&r, s, "sign-off");
@@ -954,7 +954,7 @@ fn a_credential_in_the_actor_or_the_idempotency_key_never_reaches_the_log() {
     let values = corpus.iter().flat_map(|s| {
         [s.value.clone(), s.text.clone()]
             .into_iter()
-            .filter(|v| benchledger::secrets::scan(v).is_some())
+            .filter(|v| benchledger::schema::secrets::scan(v).is_some())
             .map(move |v| (s, v))
     });
     for (s, v) in values {
@@ -1078,7 +1078,7 @@ fn no_false_positive_on_any_fixture() {
         }
         texts += all.len();
         for t in &all {
-            if let Some(found) = benchledger::secrets::scan(t) {
+            if let Some(found) = benchledger::schema::secrets::scan(t) {
                 findings.push(format!("{}: {}", f.display(), found.shape));
             }
         }

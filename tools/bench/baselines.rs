@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use benchledger::chain::{link_hash, Sealed, ZERO_HASH};
-use benchledger::events::{Event, GroupRef};
-use benchledger::ledger::{Draft, Ledger};
-use benchledger::record::{Record, FORMAT_VERSION};
+use benchledger::log::chain::{link_hash, Sealed, ZERO_HASH};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::log::record::{Record, FORMAT_VERSION};
+use benchledger::schema::events::{Event, GroupRef};
 
 use crate::gen;
 use crate::util::{reset_peak_rss, vm_hwm_kib, vm_rss_kib};
@@ -135,7 +135,7 @@ pub fn ingest_sled(dir: &Path, n: usize, batch: usize) -> Ingest {
     let db = sled::Config::new()
         .path(dir)
         .mode(sled::Mode::HighThroughput)
-        .cache_capacity(benchledger::store::SLED_CACHE_BYTES)
+        .cache_capacity(benchledger::log::store::SLED_CACHE_BYTES)
         .open()
         .expect("sled");
     let records = db.open_tree("records").expect("tree");

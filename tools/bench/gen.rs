@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use benchledger::events::*;
-use benchledger::ledger::{Draft, Ledger};
-use benchledger::money::{Dec, Rates};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::schema::events::*;
+use benchledger::schema::money::{Dec, Rates};
 
 const EXAMPLE_MANIFEST: &str = include_str!("../../ledger-schema/examples/manifest.toml");
 const EXAMPLE_PRIVATE: &str = include_str!("../../ledger-schema/examples/manifest.private.toml");
@@ -319,7 +319,7 @@ pub fn gates(w: &mut Writer, frozen: &ManifestFrozen, group: &str, peak: u64) {
     let routes: Vec<_> = if group == "control" {
         m.routes
             .iter()
-            .filter(|r| r.tier == benchledger::manifest::Tier::Strong)
+            .filter(|r| r.tier == benchledger::schema::manifest::Tier::Strong)
             .collect()
     } else {
         m.routes.iter().collect()
@@ -467,8 +467,8 @@ fn run_cases(
         gates(w, frozen, group, block.len() as u64);
         let mut starts = Vec::new();
         for case in block {
-            let r = benchledger::trial_config::render(m, group, case).expect("render");
-            let name = benchledger::trial_config::trial_name(&case.task, group, case);
+            let r = benchledger::method::trial_config::render(m, group, case).expect("render");
+            let name = benchledger::method::trial_config::trial_name(&case.task, group, case);
             w.push(
                 Event::ArtifactRecorded(ArtifactRecorded {
                     group: Some(g.clone()),
@@ -706,7 +706,7 @@ fn seal(w: &mut Writer, l: &str, group: &str, n_cases: usize) {
             })
             .collect(),
             skipped_security_policy: vec![],
-            projection_version: benchledger::projections::PROJECTION_VERSION,
+            projection_version: benchledger::method::projections::PROJECTION_VERSION,
         }),
         None,
     );
@@ -741,7 +741,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
     for i in 0..scale.lineages {
         let last = i + 1 == scale.lineages;
         let (label, public, private) = manifest_texts(scale, i);
-        let frozen = benchledger::manifest::freeze(
+        let frozen = benchledger::schema::manifest::freeze(
             &public,
             "manifest.toml",
             &private,
@@ -875,7 +875,7 @@ pub fn fresh_gates(
 /// A passing Harbor result for a started case (so CASE-7 has room again).
 pub fn finish_case(ledger: &Ledger, lineage: &str, group: &str, case: &CaseRef, now: u64) {
     let g = gref(lineage, group);
-    let name = benchledger::trial_config::trial_name(&case.task, group, case);
+    let name = benchledger::method::trial_config::trial_name(&case.task, group, case);
     let mut w = Writer::new(ledger, now);
     w.push(
         trial_result(&g, case, &name, "c", now),

@@ -28,11 +28,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benchledger::chain::{link_hash, Walker, ZERO_HASH};
-use benchledger::events::{CaseRef, Event, OperatorNoted};
-use benchledger::ledger::{Draft, Ledger};
-use benchledger::record::Record;
-use benchledger::store::Store;
+use benchledger::log::chain::{link_hash, Walker, ZERO_HASH};
+use benchledger::log::ledger::{Draft, Ledger};
+use benchledger::log::record::Record;
+use benchledger::log::store::Store;
+use benchledger::schema::events::{CaseRef, Event, OperatorNoted};
 use serde_json::{json, Value};
 
 use util::{child, emit, median, mib, percentile, si, vm_hwm_kib};
@@ -587,15 +587,15 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
     let open = &g.open;
     let frozen = {
         let ledger = Ledger::open(&dir, LOCK).expect("open");
-        let state = benchledger::projections::replay(&ledger).expect("replay");
+        let state = benchledger::method::projections::replay(&ledger).expect("replay");
         state.lineages[&open.lineage].frozen.clone()
     };
     util::wait_sled_unlocked(&dir);
     let runs = opts.runs.min(open.cases.len().saturating_sub(1)).max(1);
     // in-process breakdown, in a child (cold process, like the CLI)
     let case = &open.cases[0];
-    let now = benchledger::timefmt::now_utc_ns();
-    let cfg = benchledger::trial_config::render(&frozen.manifest.public, &open.group, case)
+    let now = benchledger::schema::time::now_utc_ns();
+    let cfg = benchledger::method::trial_config::render(&frozen.manifest.public, &open.group, case)
         .expect("render")
         .blake3;
     {
@@ -619,15 +619,16 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
             &open.lineage,
             &open.group,
             case,
-            benchledger::timefmt::now_utc_ns(),
+            benchledger::schema::time::now_utc_ns(),
         );
     }
     util::wait_sled_unlocked(&dir);
     let mut cli = Vec::new();
     for case in open.cases.iter().skip(1).take(runs) {
-        let cfg = benchledger::trial_config::render(&frozen.manifest.public, &open.group, case)
-            .expect("render")
-            .blake3;
+        let cfg =
+            benchledger::method::trial_config::render(&frozen.manifest.public, &open.group, case)
+                .expect("render")
+                .blake3;
         {
             let ledger = Ledger::open(&dir, LOCK).expect("open");
             gen::fresh_gates(
@@ -635,7 +636,7 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
                 &frozen,
                 &open.group,
                 &cfg,
-                benchledger::timefmt::now_utc_ns(),
+                benchledger::schema::time::now_utc_ns(),
             );
         }
         util::wait_sled_unlocked(&dir);
@@ -659,7 +660,7 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
             &open.lineage,
             &open.group,
             case,
-            benchledger::timefmt::now_utc_ns(),
+            benchledger::schema::time::now_utc_ns(),
         );
         drop(ledger);
         util::wait_sled_unlocked(&dir);
@@ -719,7 +720,7 @@ fn section_crash(opts: &Opts) -> Value {
     drop(Ledger::create(&dir, LOCK, [3; 16], "operator:init", 0).expect("create"));
     util::wait_sled_unlocked(&dir);
     let kills = if opts.smoke { 3 } else { opts.runs.max(20) };
-    let mut seed = benchledger::timefmt::now_utc_ns();
+    let mut seed = benchledger::schema::time::now_utc_ns();
     let mut acks: Vec<(u64, String)> = Vec::new();
     let t = Instant::now();
     for k in 0..kills {
@@ -842,7 +843,10 @@ fn run_child(args: &[String]) {
             let head_ms = t.elapsed().as_secs_f64() * 1e3;
             let t = Instant::now();
             ledger
-                .append(&[note("in-process")], benchledger::timefmt::now_utc_ns())
+                .append(
+                    &[note("in-process")],
+                    benchledger::schema::time::now_utc_ns(),
+                )
                 .expect("append");
             let append_ms = t.elapsed().as_secs_f64() * 1e3;
             let t = Instant::now();
@@ -907,15 +911,18 @@ fn run_child(args: &[String]) {
                     (n, 0, 0)
                 }
                 "replay" => {
-                    let state = benchledger::projections::replay(&ledger).expect("replay");
+                    let state = benchledger::method::projections::replay(&ledger).expect("replay");
                     (state.head_seq.map_or(0, |s| s + 1), state.lineages.len(), 0)
                 }
                 "verdicts" => {
-                    let state = benchledger::projections::replay_scanning(&ledger).expect("replay");
+                    let state =
+                        benchledger::method::projections::replay_scanning(&ledger).expect("replay");
                     let mut n = 0;
                     for l in state.lineages.values() {
                         for g in l.frozen.manifest.public.group_names() {
-                            std::hint::black_box(benchledger::verdict::group_verdict(&state, l, g));
+                            std::hint::black_box(benchledger::method::verdict::group_verdict(
+                                &state, l, g,
+                            ));
                             n += 1;
                         }
                     }
@@ -934,30 +941,30 @@ fn run_child(args: &[String]) {
             let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
             let open_ms = t.elapsed().as_secs_f64() * 1e3;
             let t = Instant::now();
-            let full = benchledger::projections::replay(&ledger).expect("replay");
+            let full = benchledger::method::projections::replay(&ledger).expect("replay");
             let replay_ms = t.elapsed().as_secs_f64() * 1e3;
             // The CLI's path: the first call replays from genesis and writes
             // the projection checkpoint, the next folds only the tail.
             // (events_min 0: the smoke run's tiny ledger writes one too; at
             // 150k the default policy writes it anyway)
-            let policy = benchledger::checkpoint::Policy {
+            let policy = benchledger::log::checkpoint::Policy {
                 events_min: 0,
-                ..benchledger::checkpoint::Policy::DEFAULT
+                ..benchledger::log::checkpoint::Policy::DEFAULT
             };
-            let ckpt = benchledger::checkpoint::path(Path::new(dir));
+            let ckpt = benchledger::log::checkpoint::path(Path::new(dir));
             let _ = std::fs::remove_file(&ckpt);
             let t = Instant::now();
-            let first = benchledger::checkpoint::replay(&ledger, policy).expect("replay");
+            let first = benchledger::log::checkpoint::replay(&ledger, policy).expect("replay");
             let ckpt_build_ms = t.elapsed().as_secs_f64() * 1e3;
             assert_eq!(first.written, Some(Ok(full.head_seq.expect("events"))));
             let ckpt_bytes = std::fs::metadata(&ckpt).expect("checkpoint").len();
             drop(first);
             let t = Instant::now();
-            let r = benchledger::checkpoint::replay(&ledger, policy).expect("replay");
+            let r = benchledger::log::checkpoint::replay(&ledger, policy).expect("replay");
             let ckpt_load_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(matches!(
                 r.source,
-                benchledger::checkpoint::Source::Checkpoint { .. }
+                benchledger::log::checkpoint::Source::Checkpoint { .. }
             ));
             assert!(r.state == full, "the checkpointed state equals the replay");
             let state = r.state;
@@ -968,21 +975,21 @@ fn run_child(args: &[String]) {
                 replacement: 0,
             };
             let m = &state.lineages[*lineage].frozen.manifest.public;
-            let cfg = benchledger::trial_config::render(m, group, &case)
+            let cfg = benchledger::method::trial_config::render(m, group, &case)
                 .expect("render")
                 .blake3;
-            let cmd = benchledger::decide::CaseStart {
+            let cmd = benchledger::method::decide::CaseStart {
                 lineage: Some(lineage.to_string()),
                 group: group.to_string(),
                 case: case.clone(),
-                trial_name: benchledger::trial_config::trial_name(task, group, &case),
+                trial_name: benchledger::method::trial_config::trial_name(task, group, &case),
                 trial_config_blake3: cfg,
                 command: vec![],
                 now_utc_ns: now.parse().expect("now"),
             };
             let t = Instant::now();
-            let events =
-                benchledger::decide::case_start(&state, cmd).expect("case start is accepted");
+            let events = benchledger::method::decide::case_start(&state, cmd)
+                .expect("case start is accepted");
             let decide_ms = t.elapsed().as_secs_f64() * 1e3;
             let drafts: Vec<Draft> = events
                 .into_iter()

@@ -1,0 +1,135 @@
+//! The AWS session of a lineage's one explicit selector, shared by
+//! `identity`, `quota`, `cleanup` and `check residue` (feature `aws`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::error::{Error, ExitClass};
+use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+use crate::log::ledger::{Appended, Draft, Ledger};
+use crate::method::projections::{LineageState, State};
+use crate::schema::events::{CaseRef, Event, GroupRef, Status};
+use crate::schema::manifest::PrivateFile;
+use crate::schema::time::now_utc_ns;
+
+/// The endpoint override of every AWS call (never read from a manifest).
+pub const ENDPOINT_VAR: &str = "BENCHLEDGER_AWS_ENDPOINT_URL";
+
+/// The instance metadata endpoint override (tests; default 169.254.169.254).
+pub const IMDS_ENDPOINT_VAR: &str = "BENCHLEDGER_AWS_IMDS_ENDPOINT_URL";
+
+pub(crate) fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The endpoint overrides in force, checked.
+pub(crate) fn target(region: &str) -> anyhow::Result<Target> {
+    let var = |name: &str| -> anyhow::Result<Option<String>> {
+        match std::env::var(name) {
+            Ok(v) if !v.is_empty() => Ok(Some(aws::check_endpoint(name, &v)?)),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                Err(Error::input(format!("{name}: not utf-8")).into())
+            }
+        }
+    };
+    Ok(Target {
+        region: region.to_string(),
+        endpoint: var(ENDPOINT_VAR)?,
+        imds_endpoint: var(IMDS_ENDPOINT_VAR)?,
+    })
+}
+
+/// The private file checked against the frozen commitments: its role
+/// ARN and commitment key.
+pub(crate) struct Private {
+    role_arn: Option<String>,
+    key: [u8; 32],
+}
+
+pub(crate) fn read_private(l: &LineageState, path: &PathBuf) -> anyhow::Result<Private> {
+    let text = crate::cli::common::read_text(path)?;
+    let source = path.display().to_string();
+    crate::schema::manifest::check_private(&l.frozen.manifest, &text, &source)?;
+    let p: PrivateFile =
+        toml::from_str(&text).map_err(|e| Error::input(format!("{source}: {}", e.message())))?;
+    Ok(Private {
+        role_arn: p.aws.role_arn.clone(),
+        key: crate::schema::manifest::commitment_key(&p.commitment_key, &source)?,
+    })
+}
+
+/// The session of the lineage's one selector.
+pub(crate) fn open_session(
+    l: &LineageState,
+    private: Option<&Private>,
+) -> anyhow::Result<(Session, Target)> {
+    let m = &l.frozen.manifest.public;
+    let files = aws::ProfileFiles::locate(
+        env_path("AWS_CONFIG_FILE"),
+        env_path("AWS_SHARED_CREDENTIALS_FILE"),
+        env_path("HOME"),
+    );
+    let selector = Selector::of(m, private.and_then(|p| p.role_arn.as_deref()), files)?;
+    let target = target(&m.aws.region)?;
+    let session = Session::open(&selector, &target)?;
+    Ok((session, target))
+}
+
+pub(crate) fn ambient() -> Vec<String> {
+    aws::ambient_variables_present(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
+}
+
+/// The redacted principal the queries run as, after checking it is the
+/// frozen identity: in full with the private key, else by the redacted
+/// account (GATE-1: a query under another account proves nothing).
+pub(crate) fn queried_identity(
+    session: &Session,
+    l: &LineageState,
+    private: Option<&Private>,
+) -> Result<String, AwsError> {
+    let id = session.caller_identity()?;
+    let frozen = &l.frozen.manifest.private;
+    let ok = match private {
+        Some(p) => aws::judge_identity(&p.key, frozen, &id).status == Status::Pass,
+        None => crate::schema::manifest::redact_account(&id.account) == frozen.account.redacted,
+    };
+    if !ok {
+        return Err(AwsError(format!(
+            "GATE-1: the queries would run as {} ({}), not the frozen identity; run identity prove",
+            crate::schema::manifest::redact_arn(&id.arn),
+            crate::schema::manifest::redact_account(&id.account)
+        )));
+    }
+    let forms = aws::principal_forms(&id.arn);
+    Ok(crate::schema::manifest::redact_arn(
+        forms.last().unwrap_or(&id.arn),
+    ))
+}
+
+/// A failed identity check as an error: a mismatch is refused by GATE-1
+/// (exit 3, before any quota or EC2 call); a failed call is exit 4.
+pub(crate) fn identity_error(e: AwsError) -> Error {
+    match e.0.strip_prefix("GATE-1: ") {
+        Some(m) => Error::Refused {
+            rule: "GATE-1",
+            message: m.to_string(),
+        },
+        None => e.into(),
+    }
+}
+
+pub(crate) fn optional_private(
+    l: &LineageState,
+    p: &Option<PathBuf>,
+) -> anyhow::Result<Option<Private>> {
+    p.as_ref().map(|p| read_private(l, p)).transpose()
+}

@@ -1,0 +1,420 @@
+//! `case render-config | start | refusal | invalidate`: one case identity's
+//! TrialConfig, its launch through every gate, and the evidence that ends it
+//! without a result.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::log::ledger::{Draft, Ledger};
+use crate::method::decide::CaseStart;
+use crate::method::projections::LineageState;
+use crate::schema::events::{ArtifactRecorded, CaseProcessExited, InvalidReason, RefusalClass};
+use crate::schema::events::{Event, GroupRef};
+use crate::schema::time::now_utc_ns;
+use std::io::Write;
+use std::process::{Command as Process, Stdio};
+use std::time::Instant;
+
+/// `case` verbs. CASE is `TASK/TRIAL`, or `TASK/TRIAL/replacement-01`.
+#[derive(Debug, Subcommand)]
+pub enum CaseCommand {
+    /// Write the one-case Harbor TrialConfig (Terminus 2, EC2, daemon
+    /// api_base, tags) rendered from the frozen manifest, and record its hash.
+    RenderConfig(RenderArgs),
+    /// Start a case: in one locked decide-and-append, refuse (exit 3, rule
+    /// named, nothing appended) unless every rule holds; then, after
+    /// `case_started` is durable, run CMD and record how it exited.
+    Start(CaseStartArgs),
+    /// Record sanitized HTTP 403 evidence of a started case in one of the
+    /// two security-policy skip classes (CASE-6).
+    Refusal(RefusalArgs),
+    /// Make a started case without a TrialResult terminal_invalid on cited
+    /// Harbor or process evidence (CASE-3, CASE-8); it is never relaunched.
+    Invalidate(InvalidateArgs),
+}
+
+/// Arguments of `case render-config`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// Where to write it (default: stdout, nothing recorded).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document on stdout (path and hash).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `case start`.
+#[derive(Debug, Args)]
+pub struct CaseStartArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// The TrialConfig to launch (its BLAKE3 must equal a validated one,
+    /// GATE-7); default: the config rendered from the frozen manifest.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where the command's output goes (default `<group out_dir>/<trial name>.log`).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run after `case_started` is durable, e.g.
+    /// `harbor trial start -c CONFIG`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `case refusal`.
+#[derive(Debug, Args)]
+pub struct RefusalArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// The normalized class of the refusal.
+    #[arg(long, value_enum)]
+    pub class: ClassArg,
+    /// The HTTP status of the refused call (only 403 qualifies, CASE-6).
+    #[arg(long)]
+    pub http_status: u16,
+    /// The sanitized evidence file (its BLAKE3 is recorded, the file is
+    /// scanned for credentials).
+    #[arg(long, value_name = "FILE")]
+    pub evidence: PathBuf,
+    /// The refused request's persisted id, if known.
+    #[arg(long)]
+    pub request_id: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The two skip classes (CASE-6).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ClassArg {
+    /// The provider refused on policy grounds.
+    ProviderPolicyRefusal,
+    /// A network security policy denied the call.
+    NetworkSecurityPolicyDenied,
+}
+
+/// Arguments of `case invalidate`.
+#[derive(Debug, Args)]
+pub struct InvalidateArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// The case (`TASK/TRIAL[/replacement-01]`).
+    pub case: String,
+    /// Why the case ended without a valid TrialResult.
+    #[arg(long, value_enum)]
+    pub reason: ReasonArg,
+    /// The Harbor or process evidence (e.g. a listing of the trial
+    /// directory without result.json, the process log).
+    #[arg(long, value_name = "FILE")]
+    pub evidence: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Typed reasons of `case invalidate` (CASE-3).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ReasonArg {
+    /// The sandbox environment disconnected.
+    EnvironmentDisconnect,
+    /// The verifier never produced a result.
+    MissingVerifierResult,
+    /// Harbor's output is corrupt or incomplete.
+    CorruptOutput,
+    /// The agent raised a generic exception.
+    AgentException,
+    /// The controller crashed after `started`; Harbor left no result.
+    ControllerCrash,
+}
+
+/// `case render-config | start`.
+pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    match cmd {
+        CaseCommand::RenderConfig(a) => {
+            let (lineage, group) = parse_group(&a.group);
+            let case = parse_case(&a.case)?;
+            let ledger = Ledger::open(&cli.ledger, wait)?;
+            let state = decide_state(&ledger)?;
+            let l = state.lineage(lineage.as_deref())?;
+            let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
+            let Some(out) = &a.out else {
+                std::io::stdout().write_all(&r.bytes)?;
+                return Ok(ExitCode::SUCCESS);
+            };
+            std::fs::write(out, &r.bytes)
+                .map_err(|e| Error::io(format!("write {}", out.display()), e))?;
+            let event = Event::ArtifactRecorded(ArtifactRecorded {
+                group: Some(GroupRef {
+                    lineage: l.frozen.lineage.clone(),
+                    group: group.clone(),
+                }),
+                role: "trial_config".into(),
+                path: out.display().to_string(),
+                bytes: r.bytes.len() as u64,
+                blake3: r.blake3.clone(),
+            });
+            let draft = Draft {
+                actor: cli.actor.clone(),
+                event,
+                idempotency_key: None,
+            };
+            let done = ledger.append(&[draft], now_utc_ns())?;
+            if a.json {
+                print_json(
+                    &json!({ "path": out.display().to_string(), "blake3": r.blake3, "seq": done[0].seq }),
+                )?;
+            } else {
+                println!(
+                    "wrote {} (blake3 {}) recorded at seq {}",
+                    out.display(),
+                    r.blake3,
+                    done[0].seq
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        CaseCommand::Start(a) => start(cli, a, wait),
+        CaseCommand::Refusal(a) => run_refusal(cli, a, wait),
+        CaseCommand::Invalidate(a) => run_invalidate(cli, a, wait),
+    }
+}
+
+fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let (lineage, group) = parse_group(&a.group);
+    let case = parse_case(&a.case)?;
+    // Everything below happens under the writer lock: replay, decide, append.
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    let l = state.lineage(lineage.as_deref())?;
+    let m = &l.frozen.manifest.public;
+    // An unknown group or identity renders nothing; `decide` then refuses it
+    // naming the rule (LINEAGE-1, CASE-8) before it looks at the config.
+    let config_blake3 = match &a.config {
+        Some(path) => blake3_file(path)?.1,
+        None => crate::method::trial_config::render(m, &group, &case)
+            .map(|r| r.blake3)
+            .unwrap_or_default(),
+    };
+    let trial_name = crate::method::trial_config::trial_name(&case.task, &group, &case);
+    let log_path = a.log.clone().unwrap_or_else(|| {
+        let out = m
+            .groups
+            .iter()
+            .find(|g| g.name == group)
+            .map(|g| g.out_dir.clone())
+            .unwrap_or_default();
+        PathBuf::from(out).join(format!("{trial_name}.log"))
+    });
+    let lineage_label = l.frozen.lineage.clone();
+    let env = child_env(l);
+    let now = now_utc_ns();
+    let cmd = CaseStart {
+        lineage: lineage.clone(),
+        group: group.clone(),
+        case: case.clone(),
+        trial_name,
+        trial_config_blake3: config_blake3,
+        command: a.command.clone(),
+        now_utc_ns: now,
+    };
+    let events = crate::method::decide::case_start(&state, cmd)?;
+    let key = format!("case-start:{lineage_label}/{group}/{}", case.label());
+    let drafts: Vec<Draft> = events
+        .into_iter()
+        .map(|event| Draft {
+            actor: cli.actor.clone(),
+            event,
+            idempotency_key: Some(key.clone()),
+        })
+        .collect();
+    let started = ledger.append(&drafts, now)?[0];
+    // `started` is durable. Release the lock while the command runs, so other
+    // cases can start; a crash from here on leaves the case `started`.
+    drop(ledger);
+    tracing::info!("case {} started at seq {}", case.label(), started.seq);
+    let mut out = json!({ "started_seq": started.seq, "started_hash": hex::encode(started.hash) });
+    if a.command.is_empty() {
+        if a.json {
+            print_json(&out)?;
+        } else {
+            println!("case {} started at seq {}", case.label(), started.seq);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let exited = run_command(&a.command, &env, &log_path)?;
+    let event = Event::CaseProcessExited(CaseProcessExited {
+        group: GroupRef {
+            lineage: lineage_label,
+            group,
+        },
+        case: case.clone(),
+        exit_code: exited.exit_code,
+        signal: exited.signal,
+        duration_ms: exited.duration_ms,
+        log_path: log_path.display().to_string(),
+        log_blake3: exited.log_blake3,
+    });
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let done = ledger.append(
+        &[Draft {
+            actor: cli.actor.clone(),
+            event,
+            idempotency_key: None,
+        }],
+        now_utc_ns(),
+    )?[0];
+    out["exit_code"] = json!(exited.exit_code);
+    out["signal"] = json!(exited.signal);
+    out["duration_ms"] = json!(exited.duration_ms);
+    out["exited_seq"] = json!(done.seq);
+    if a.json {
+        print_json(&out)?;
+    } else {
+        println!(
+            "case {} started at seq {}; command exited {} after {} ms (recorded at seq {})",
+            case.label(),
+            started.seq,
+            exited.exit_code.map_or_else(
+                || format!("by signal {}", exited.signal.unwrap_or(0)),
+                |c| format!("with {c}")
+            ),
+            exited.duration_ms,
+            done.seq
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The frozen AWS selector for the child, and no ambient credentials or
+/// endpoint that could silently win over it (GATE-1).
+fn child_env(l: &LineageState) -> Vec<(String, Option<String>)> {
+    let aws = &l.frozen.manifest.public.aws;
+    let mut env: Vec<(String, Option<String>)> = [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_ENDPOINT_URL",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), None))
+    .collect();
+    if let Some(p) = &aws.profile {
+        env.push(("AWS_PROFILE".into(), Some(p.clone())));
+    }
+    env.push(("AWS_REGION".into(), Some(aws.region.clone())));
+    env.push(("AWS_DEFAULT_REGION".into(), Some(aws.region.clone())));
+    env
+}
+
+struct Exited {
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    duration_ms: u64,
+    log_blake3: String,
+}
+
+fn run_command(
+    command: &[String],
+    env: &[(String, Option<String>)],
+    log_path: &Path,
+) -> anyhow::Result<Exited> {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(parent) = log_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io(format!("create {}", parent.display()), e))?;
+    }
+    let log = std::fs::File::create(log_path)
+        .map_err(|e| Error::io(format!("create {}", log_path.display()), e))?;
+    let mut p = Process::new(&command[0]);
+    p.args(&command[1..])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    for (k, v) in env {
+        match v {
+            Some(v) => p.env(k, v),
+            None => p.env_remove(k),
+        };
+    }
+    let t0 = Instant::now();
+    let status = p
+        .status()
+        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?;
+    let duration_ms = t0.elapsed().as_millis() as u64;
+    let (_, log_blake3) = blake3_file(log_path)?;
+    Ok(Exited {
+        exit_code: status.code(),
+        signal: status.signal(),
+        duration_ms,
+        log_blake3,
+    })
+}
+
+/// `case refusal`.
+pub fn run_refusal(cli: &Cli, a: &RefusalArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let case = parse_case(&a.case)?;
+    let (_, blake3) = hash_file(&a.evidence)?;
+    let class = match a.class {
+        ClassArg::ProviderPolicyRefusal => RefusalClass::ProviderPolicyRefusal,
+        ClassArg::NetworkSecurityPolicyDenied => RefusalClass::NetworkSecurityPolicyDenied,
+    };
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let done = crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        let g = group_ref(s, &a.group).map_err(|e| Error::input(e.to_string()))?;
+        crate::method::decide::security_refusal(
+            s,
+            &g,
+            &case,
+            class,
+            a.http_status,
+            a.request_id.clone(),
+            blake3,
+        )
+    })?;
+    report_appended(&done, a.json, "refusal evidence recorded")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `case invalidate`.
+pub fn run_invalidate(cli: &Cli, a: &InvalidateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let case = parse_case(&a.case)?;
+    let (path, blake3) = hash_file(&a.evidence)?;
+    let reason = match a.reason {
+        ReasonArg::EnvironmentDisconnect => InvalidReason::EnvironmentDisconnect,
+        ReasonArg::MissingVerifierResult => InvalidReason::MissingVerifierResult,
+        ReasonArg::CorruptOutput => InvalidReason::CorruptOutput,
+        ReasonArg::AgentException => InvalidReason::AgentException,
+        ReasonArg::ControllerCrash => InvalidReason::ControllerCrash,
+    };
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let done = crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        let g = group_ref(s, &a.group).map_err(|e| Error::input(e.to_string()))?;
+        crate::method::decide::case_invalidate(s, &g, &case, reason, path, blake3)
+    })?;
+    report_appended(&done, a.json, "case terminal_invalid")?;
+    Ok(ExitCode::SUCCESS)
+}

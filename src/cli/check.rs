@@ -1,0 +1,398 @@
+//! `check daemon-health | sentinel | binary | config | residue`: gate
+//! observations (GATE-3, GATE-4, GATE-7, residue), each recorded pass or
+//! fail. The ledger lock is not held while the network is used.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::gates::checks;
+use crate::schema::events::CheckRecorded;
+use crate::schema::events::{Event, Status};
+use crate::schema::manifest::Tier;
+
+/// `check` verbs: gate observations (GATE-3, GATE-4, GATE-7).
+#[derive(Debug, Subcommand)]
+pub enum CheckCommand {
+    /// GET the daemon's health URL (bounded) and record check_recorded
+    /// {daemon_health, group, url, http_status, latency_ms}.
+    DaemonHealth(DaemonHealthArgs),
+    /// One minimal request through the daemon to a route's frozen model
+    /// (OpenAI POST /v1/chat/completions or Anthropic POST /v1/messages);
+    /// records the HTTP status, request id and latency against the route's
+    /// exact gate_target (a 429 never marks its siblings, PLANE-2).
+    Sentinel(SentinelArgs),
+    /// SHA-256 and ELF architecture of a BitRouter binary against the
+    /// frozen software.bitrouter_binary_sha256 and bitrouter_arch (GATE-4).
+    Binary(BinaryArgs),
+    /// Run the pinned software's own validation command (after --) and
+    /// record its exit code and output BLAKE3 against the config file's
+    /// BLAKE3, the key `case start` looks up (GATE-7).
+    Config(ConfigArgs),
+    /// Count the live run-tagged sandboxes (AWS); passes at zero (GATE-3).
+    Residue(ResidueArgs),
+}
+
+/// Arguments of `check daemon-health`.
+#[derive(Debug, Args)]
+pub struct DaemonHealthArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The group whose daemon is checked.
+    #[arg(long)]
+    pub group: String,
+    /// The health URL (http:// only).
+    #[arg(long)]
+    pub url: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Route tiers on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TierArg {
+    /// The strong route.
+    Strong,
+    /// The balanced route.
+    Balanced,
+    /// The economy route.
+    Economy,
+}
+
+impl From<TierArg> for Tier {
+    fn from(t: TierArg) -> Tier {
+        match t {
+            TierArg::Strong => Tier::Strong,
+            TierArg::Balanced => Tier::Balanced,
+            TierArg::Economy => Tier::Economy,
+        }
+    }
+}
+
+/// Arguments of `check sentinel`.
+#[derive(Debug, Args)]
+pub struct SentinelArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The route whose frozen model is asked.
+    #[arg(long, value_enum)]
+    pub route: TierArg,
+    /// The group the sentinel is taken for (its daemon's first port is used
+    /// when --url is not given).
+    #[arg(long)]
+    pub group: Option<String>,
+    /// The daemon's base URL (http://host:port[/v1]); default the
+    /// manifest's daemon host and the group's first port.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `check binary`.
+#[derive(Debug, Args)]
+pub struct BinaryArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The binary.
+    #[arg(long, value_name = "FILE")]
+    pub path: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `check config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The config validated (its BLAKE3 is the observation's target).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The validation command of the pinned software, e.g.
+    /// `tools/harbor/.venv/bin/python tools/harbor/validate_trial_config.py FILE`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `check residue`.
+#[derive(Debug, Args)]
+pub struct ResidueArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The group the batch is for.
+    #[arg(long)]
+    pub group: String,
+    /// The private manifest (required for assume_role).
+    #[arg(long, value_name = "FILE")]
+    pub private: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn record_check(
+    cli: &Cli,
+    wait: Duration,
+    obs: CheckRecorded,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let status = obs.status;
+    let done = append(cli, wait, vec![Event::CheckRecorded(obs.clone())])?;
+    if as_json {
+        print_json(&json!({
+            "seq": done[0].seq,
+            "check": obs.check,
+            "target": obs.target,
+            "group": obs.group,
+            "status": obs.status,
+            "details": obs.details,
+        }))?;
+    } else {
+        let word = if status == Status::Pass {
+            "holds"
+        } else {
+            "does not hold"
+        };
+        println!(
+            "{:?} check of {} {word}; recorded at seq {}",
+            obs.check, obs.target, done[0].seq
+        );
+        for (k, v) in &obs.details {
+            println!("  {k:<18} {v}");
+        }
+    }
+    Ok(exit(status))
+}
+
+/// `check daemon-health | sentinel | binary | config | residue`.
+pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    match cmd {
+        CheckCommand::DaemonHealth(a) => {
+            let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            require_group(&l, &a.group)?;
+            let url =
+                checks::parse_http_url(&a.url).map_err(|e| Error::input(format!("--url: {e}")))?;
+            let outcome =
+                checks::probe_health(&url, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
+            let obs = checks::health_observation(&l.frozen.lineage, &a.group, &a.url, &outcome);
+            record_check(cli, wait, obs, a.json)
+        }
+        CheckCommand::Sentinel(a) => {
+            let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            let m = &l.frozen.manifest.public;
+            let tier: Tier = a.route.into();
+            let route = m.route(tier).ok_or_else(|| {
+                Error::input(format!(
+                    "lineage {:?} has no {tier:?} route",
+                    l.frozen.lineage
+                ))
+            })?;
+            if let Some(g) = &a.group {
+                require_group(&l, g)?;
+            }
+            let base = match (&a.url, &a.group) {
+                (Some(u), _) => u.clone(),
+                (None, Some(g)) => {
+                    let port = m
+                        .groups
+                        .iter()
+                        .find(|x| &x.name == g)
+                        .and_then(|x| x.ports.first().copied())
+                        .ok_or_else(|| Error::input(format!("group {g:?} has no port")))?;
+                    checks::daemon_base_url(&m.central.daemon_host, port)
+                }
+                (None, None) => {
+                    return Err(BadUsage(
+                        "check sentinel needs --url or --group (whose daemon port is used)".into(),
+                    )
+                    .into())
+                }
+            };
+            let req = checks::sentinel_request(route, &base, &m.harbor.local_api_key)
+                .map_err(|e| Error::input(format!("--url: {e}")))?;
+            let outcome =
+                checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
+            let obs = checks::sentinel_observation(
+                &l.frozen.lineage,
+                a.group.as_deref(),
+                route,
+                &req.url,
+                &outcome,
+            );
+            record_check(cli, wait, obs, a.json)
+        }
+        CheckCommand::Binary(a) => {
+            let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            let facts = checks::binary_facts(&a.path).map_err(Error::input)?;
+            let obs = checks::binary_observation(
+                &l.frozen.lineage,
+                &a.path.display().to_string(),
+                &facts,
+                &l.frozen.manifest.public.software,
+            );
+            record_check(cli, wait, obs, a.json)
+        }
+        CheckCommand::Config(a) => {
+            let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            let b3 = checks::config_blake3(&a.config).map_err(Error::input)?;
+            let run = checks::run_validation(
+                &a.command,
+                Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS),
+            )
+            .map_err(Error::input)?;
+            // The file validated must be the file hashed: a config changed
+            // while the command ran is refused (GATE-7: byte-identical).
+            let after = checks::config_blake3(&a.config).map_err(Error::input)?;
+            if after != b3 {
+                return Err(Error::Refused {
+                    rule: "GATE-7",
+                    message: format!(
+                        "{} changed while it was validated; nothing recorded",
+                        a.config.display()
+                    ),
+                }
+                .into());
+            }
+            let obs = checks::config_observation(
+                &l.frozen.lineage,
+                &b3,
+                &a.config.display().to_string(),
+                &a.command,
+                &run,
+            );
+            record_check(cli, wait, obs, a.json)
+        }
+        CheckCommand::Residue(a) => residue(cli, a, wait),
+    }
+}
+
+#[cfg(not(feature = "aws"))]
+fn residue(_: &Cli, _: &ResidueArgs, _: Duration) -> anyhow::Result<ExitCode> {
+    Err(no_aws("check residue"))
+}
+
+#[cfg(feature = "aws")]
+fn residue(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    with_aws::residue_aws(cli, a, wait)
+}
+
+#[cfg(feature = "aws")]
+mod with_aws {
+    use super::*;
+    use crate::cli::aws::*;
+    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+    pub fn residue_aws(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+        let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+        require_group(&l, &a.group)?;
+        let private = optional_private(&l, &a.private)?;
+        let (session, target) = open_session(&l, private.as_ref())?;
+        let m = &l.frozen.manifest.public;
+        let (identity, outcome) = match queried_identity(&session, &l, private.as_ref()) {
+            Ok(id) => (
+                id,
+                aws::live_sandboxes(&session, m)
+                    .map(|v| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>())
+                    .map_err(|e| e.0),
+            ),
+            Err(e) => ("unproven".to_string(), Err(e.0)),
+        };
+        let failed = outcome.is_err();
+        let obs = checks::residue_observation(
+            &l.frozen.lineage,
+            &a.group,
+            &format!("{}={}", m.tags.run_key, m.tags.run_value),
+            &target.region,
+            &identity,
+            &outcome,
+        );
+        let code = record_check(cli, wait, obs, a.json)?;
+        Ok(if failed {
+            ExitCode::from(ExitClass::Environment.code())
+        } else {
+            code
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::cleanup::CleanupCommand;
+    use crate::limits::{
+        MONITOR_INTERVAL_MS_DEFAULT, MONITOR_INTERVAL_MS_MAX, MONITOR_INTERVAL_MS_MIN,
+        MONITOR_SAMPLES_DEFAULT, MONITOR_SAMPLES_MAX,
+    };
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Check {
+        #[command(subcommand)]
+        c: CheckCommand,
+    }
+
+    #[derive(Debug, Parser)]
+    struct Cleanup {
+        #[command(subcommand)]
+        c: CleanupCommand,
+    }
+
+    #[test]
+    fn check_config_takes_the_command_after_the_separator() {
+        let p = Check::try_parse_from([
+            "check",
+            "config",
+            "lin",
+            "--config",
+            "t.json",
+            "--",
+            "python",
+            "validate.py",
+            "--strict",
+        ])
+        .unwrap();
+        let CheckCommand::Config(a) = p.c else {
+            panic!()
+        };
+        assert_eq!(a.lineage.as_deref(), Some("lin"));
+        assert_eq!(a.command, ["python", "validate.py", "--strict"]);
+        assert!(Check::try_parse_from(["check", "config", "--config", "t.json"]).is_err());
+    }
+
+    #[test]
+    fn sentinel_route_is_a_tier() {
+        let p = Check::try_parse_from(["check", "sentinel", "--route", "economy", "--group", "r1"])
+            .unwrap();
+        let CheckCommand::Sentinel(a) = p.c else {
+            panic!()
+        };
+        assert_eq!(Tier::from(a.route), Tier::Economy);
+        assert!(Check::try_parse_from(["check", "sentinel", "--route", "cheap"]).is_err());
+    }
+
+    #[test]
+    fn monitor_defaults_are_the_named_constants() {
+        let p = Cleanup::try_parse_from(["cleanup", "monitor", "r1"]).unwrap();
+        let CleanupCommand::Monitor(a) = p.c else {
+            panic!()
+        };
+        assert_eq!(a.interval, MONITOR_INTERVAL_MS_DEFAULT as f64 / 1000.0);
+        assert_eq!(a.max_samples, MONITOR_SAMPLES_DEFAULT);
+        assert!(!a.until_zero);
+        const { assert!(MONITOR_SAMPLES_DEFAULT <= MONITOR_SAMPLES_MAX) };
+        assert!((MONITOR_INTERVAL_MS_MIN..=MONITOR_INTERVAL_MS_MAX)
+            .contains(&MONITOR_INTERVAL_MS_DEFAULT));
+    }
+}

@@ -1,0 +1,263 @@
+//! What the verbs share: printing, reading input files, the state `decide`
+//! reads, deciding and appending under the writer lock, parsing group and
+//! case names, file hashes, and exit codes of checks.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::Cli;
+use crate::error::{Error, ExitClass};
+use crate::log::chain::Head;
+use crate::log::ledger::{Appended, Draft, Ledger};
+use crate::method::projections::{replay_scanning, LineageState, State};
+use crate::schema::events::{CaseRef, Event, GroupRef, Status};
+use crate::schema::time::now_utc_ns;
+
+/// A usage error found after parsing.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct BadUsage(pub(crate) String);
+
+/// `--json` alone.
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn head_json(h: &Head) -> serde_json::Value {
+    json!({ "head_seq": h.seq, "head_hash": hex::encode(h.hash) })
+}
+
+pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
+}
+
+/// The state `decide` reads: `projections::replay` through the projection
+/// checkpoint (checkpoint.rs), which folds only the log's tail when a valid
+/// checkpoint exists. Failing to write a checkpoint is a warning.
+pub(crate) fn decide_state(ledger: &Ledger) -> anyhow::Result<crate::method::projections::State> {
+    let r = crate::log::checkpoint::replay(ledger, crate::log::checkpoint::Policy::DEFAULT)?;
+    if let Some(Err(e)) = &r.written {
+        eprintln!("benchledger: warning: projection checkpoint not written ({e}); later commands replay from genesis");
+    }
+    Ok(r.state)
+}
+
+/// Decides against the replayed state and appends, all under the writer
+/// lock held by `ledger`.
+pub(crate) fn decide_and_append(
+    ledger: &Ledger,
+    actor: &str,
+    now_ns: u64,
+    decide: impl FnOnce(&crate::method::projections::State) -> crate::Result<Vec<Event>>,
+) -> anyhow::Result<Vec<crate::log::ledger::Appended>> {
+    let state = decide_state(ledger)?;
+    append_events(ledger, actor, now_ns, decide(&state)?)
+}
+
+/// Appends `events` by `actor` in one atomic batch (no idempotency keys).
+pub(crate) fn append_events(
+    ledger: &Ledger,
+    actor: &str,
+    now_ns: u64,
+    events: Vec<Event>,
+) -> anyhow::Result<Vec<crate::log::ledger::Appended>> {
+    let drafts: Vec<Draft> = events
+        .into_iter()
+        .map(|event| Draft {
+            actor: actor.to_string(),
+            event,
+            idempotency_key: None,
+        })
+        .collect();
+    Ok(ledger.append(&drafts, now_ns)?)
+}
+
+/// Splits `LINEAGE/GROUP` or `GROUP`.
+pub fn parse_group(s: &str) -> (Option<String>, String) {
+    match s.split_once('/') {
+        Some((l, g)) => (Some(l.to_string()), g.to_string()),
+        None => (None, s.to_string()),
+    }
+}
+
+/// Parses `TASK/TRIAL` or `TASK/TRIAL/replacement-NN`.
+pub(crate) fn parse_case(s: &str) -> Result<CaseRef, BadUsage> {
+    let parts: Vec<&str> = s.split('/').collect();
+    let bad = || {
+        BadUsage(format!(
+            "case {s:?} is not TASK/TRIAL or TASK/TRIAL/replacement-01"
+        ))
+    };
+    let (task, trial, replacement) = match parts.as_slice() {
+        [task, trial] => (task, trial, 0),
+        [task, trial, rep] => {
+            let n = rep
+                .strip_prefix("replacement-")
+                .and_then(|n| n.parse::<u8>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(bad)?;
+            (task, trial, n)
+        }
+        _ => return Err(bad()),
+    };
+    if task.is_empty() || trial.is_empty() {
+        return Err(bad());
+    }
+    Ok(CaseRef {
+        task: task.to_string(),
+        trial: trial.to_string(),
+        replacement,
+    })
+}
+
+pub(crate) fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    Ok((
+        bytes.len() as u64,
+        hex::encode(blake3::hash(&bytes).as_bytes()),
+    ))
+}
+
+pub(crate) fn hash_file(path: &PathBuf) -> anyhow::Result<(String, String)> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        for (i, line) in text.lines().enumerate() {
+            if let Some(f) = crate::schema::secrets::scan(line) {
+                return Err(Error::Refused {
+                    rule: "FREEZE-2",
+                    message: format!(
+                        "{} line {}: looks like a credential ({}); evidence must be sanitized, nothing was appended",
+                        path.display(),
+                        i + 1,
+                        f.shape
+                    ),
+                }
+                .into());
+            }
+        }
+    }
+    Ok((
+        path.display().to_string(),
+        hex::encode(blake3::hash(&bytes).as_bytes()),
+    ))
+}
+
+pub(crate) fn group_ref(state: &State, spec: &str) -> anyhow::Result<GroupRef> {
+    let (lineage, group) = parse_group(spec);
+    let l = state.lineage(lineage.as_deref())?;
+    Ok(GroupRef {
+        lineage: l.frozen.lineage.clone(),
+        group,
+    })
+}
+
+/// Decides on a scanning replay (the verdict's secrets row needs it) and
+/// appends under the writer lock.
+pub(crate) fn decide_scanning(
+    cli: &Cli,
+    ledger: &Ledger,
+    decide: impl FnOnce(&State) -> crate::Result<Vec<Event>>,
+) -> anyhow::Result<Vec<crate::log::ledger::Appended>> {
+    let state = replay_scanning(ledger)?;
+    crate::cli::common::append_events(ledger, &cli.actor, now_utc_ns(), decide(&state)?)
+}
+
+pub(crate) fn report_appended(
+    done: &[crate::log::ledger::Appended],
+    as_json: bool,
+    what: &str,
+) -> anyhow::Result<()> {
+    if as_json {
+        print_json(&json!({
+            "seqs": done.iter().map(|d| d.seq).collect::<Vec<_>>(),
+            "head_hash": done.last().map(|d| hex::encode(d.hash)),
+        }))?;
+    } else {
+        let seqs: Vec<String> = done.iter().map(|d| d.seq.to_string()).collect();
+        println!("{what} at seq {}", seqs.join(", "));
+    }
+    Ok(())
+}
+
+pub(crate) fn exit(status: Status) -> ExitCode {
+    match status {
+        Status::Pass => ExitCode::SUCCESS,
+        Status::Fail => ExitCode::from(ExitClass::CheckFailed.code()),
+    }
+}
+
+/// The lineage's state, read under the lock; the lock is released on return.
+pub(crate) fn lineage_state(
+    cli: &Cli,
+    wait: Duration,
+    lineage: Option<&str>,
+) -> anyhow::Result<LineageState> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    Ok(state.lineage(lineage)?.clone())
+}
+
+pub(crate) fn require_group(l: &LineageState, group: &str) -> anyhow::Result<()> {
+    if l.frozen
+        .manifest
+        .public
+        .groups
+        .iter()
+        .any(|g| g.name == group)
+    {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "group {group:?} is not in lineage {:?} (groups: {:?})",
+            l.frozen.lineage,
+            l.frozen.manifest.public.group_names()
+        ))
+        .into())
+    }
+}
+
+/// Appends events in one atomic batch under the writer lock.
+pub(crate) fn append(
+    cli: &Cli,
+    wait: Duration,
+    events: Vec<Event>,
+) -> anyhow::Result<Vec<Appended>> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    crate::cli::common::append_events(&ledger, &cli.actor, now_utc_ns(), events)
+}
+
+/// A `--json` flag alone.
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(not(feature = "aws"))]
+pub(crate) fn no_aws(verb: &str) -> anyhow::Error {
+    Error::input(format!(
+        "{verb} calls AWS and this build has no AWS support; build with `--features aws`"
+    ))
+    .into()
+}

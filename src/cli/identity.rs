@@ -1,0 +1,146 @@
+//! `identity prove`: the STS proof of the frozen identity (GATE-1).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+
+/// `identity` verbs.
+#[derive(Debug, Subcommand)]
+pub enum IdentityCommand {
+    /// Prove the AWS identity (GATE-1): STS GetCallerIdentity through the
+    /// manifest's one explicit selector (named profile, assume_role or
+    /// instance_profile; never the default chain, whose ambient
+    /// AWS_ACCESS_KEY_ID/AWS_ENDPOINT_URL are ignored and their names
+    /// recorded). Account and principal are compared through the frozen
+    /// commitments. Records identity_checked; a mismatch also records a
+    /// hard stop (lineage_stopped, GATE-1) and exits 1.
+    Prove(IdentityProveArgs),
+}
+
+/// Arguments of `identity prove`.
+#[derive(Debug, Args)]
+pub struct IdentityProveArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The private manifest: its commitment key recomputes the commitments
+    /// of what STS answered; for assume_role it holds the role ARN.
+    #[arg(long, value_name = "FILE")]
+    pub private: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `identity prove` in a build without AWS support.
+#[cfg(not(feature = "aws"))]
+pub fn run_identity(_: &Cli, _: &IdentityCommand, _: Duration) -> anyhow::Result<ExitCode> {
+    Err(no_aws("identity prove"))
+}
+
+#[cfg(feature = "aws")]
+pub use with_aws::run_identity;
+
+#[cfg(feature = "aws")]
+mod with_aws {
+    use super::*;
+    use crate::cli::aws::*;
+    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+    use crate::schema::events::{
+        CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
+    };
+
+    /// `identity prove`.
+    pub fn run_identity(
+        cli: &Cli,
+        cmd: &IdentityCommand,
+        wait: Duration,
+    ) -> anyhow::Result<ExitCode> {
+        let IdentityCommand::Prove(a) = cmd;
+        let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+        let private = read_private(&l, &a.private)?;
+        let ambient = ambient();
+        let (session, target) = open_session(&l, Some(&private))?;
+        let outcome = session
+            .caller_identity()
+            .map(|id| aws::judge_identity(&private.key, &l.frozen.manifest.private, &id));
+        let m = &l.frozen.manifest.public;
+        let selector = aws::selector_label(m, &l.frozen.manifest.private);
+        let obs: IdentityChecked =
+            aws::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
+        let ledger = Ledger::open(&cli.ledger, wait)?;
+        let mut batch = ledger.batch(now_utc_ns())?;
+        let draft = |event| Draft {
+            actor: cli.actor.clone(),
+            event,
+            idempotency_key: None,
+        };
+        let checked = batch.push(draft(Event::IdentityChecked(obs.clone())))?;
+        let stop = match &outcome {
+            Ok(v) if v.status == Status::Fail => {
+                Some(batch.push(draft(Event::LineageStopped(LineageStopped {
+                    lineage: l.frozen.lineage.clone(),
+                    rule: "GATE-1".into(),
+                    reason: format!(
+                        "the STS identity differs from the frozen manifest: {}",
+                        v.error.as_deref().unwrap_or("")
+                    ),
+                    evidence_seq: Some(checked.seq),
+                })))?)
+            }
+            _ => None,
+        };
+        batch.commit()?;
+        drop(ledger);
+        if a.json {
+            print_json(&json!({
+                "seq": checked.seq,
+                "status": obs.status,
+                "selector": obs.selector,
+                "region": obs.region,
+                "endpoint_override": obs.endpoint_override,
+                "ambient_variables_ignored": obs.ambient_variables_ignored,
+                "account": obs.account.as_ref().map(|c| &c.redacted),
+                "principal": obs.principal.as_ref().map(|c| &c.redacted),
+                "error": obs.error,
+                "stopped_seq": stop.map(|s| s.seq),
+            }))?;
+        } else {
+            match &outcome {
+                Ok(v) => println!(
+                    "identity {} as {} in account {} (selector {}); recorded at seq {}",
+                    if v.status == Status::Pass {
+                        "proven"
+                    } else {
+                        "MISMATCH"
+                    },
+                    v.principal.redacted,
+                    v.account.redacted,
+                    obs.selector,
+                    checked.seq
+                ),
+                Err(e) => println!("identity not proven: {e}; recorded at seq {}", checked.seq),
+            }
+            if !obs.ambient_variables_ignored.is_empty() {
+                println!(
+                    "  ignored ambient variables: {}",
+                    obs.ambient_variables_ignored.join(", ")
+                );
+            }
+            if let Some(s) = stop {
+                println!("  lineage stopped (GATE-1) at seq {}", s.seq);
+            }
+        }
+        Ok(match outcome {
+            Ok(v) => exit(v.status),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(ExitClass::Environment.code())
+            }
+        })
+    }
+}

@@ -1,0 +1,374 @@
+//! `ingest harbor | traces | decisions | usage | receipts | outcomes`: the
+//! evidence files as Harbor and BitRouter write them, one event per row,
+//! bound to a group (`crate::evidence` parses; `decide` binds; this appends).
+//!
+//! A file is one atomic append: rows are parsed, checked, encoded and linked
+//! as they stream (only encoded records are held, never the file), and the
+//! batch, closed by the file's own `artifact_recorded`, is written in one
+//! transaction. Any bad row appends nothing. Each row's idempotency key is
+//! `<kind>:<file blake3>:<line>`, so ingesting the same file again appends
+//! nothing, while a changed file's rows are new evidence (a duplicate
+//! request id is then the verdict's to reject, JOIN-1). A Harbor result's
+//! key is its trial, so a changed result for a recorded trial is refused
+//! (LEDGER-2, exit 3).
+
+use std::io::{BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::error::Error;
+use crate::evidence::{bitrouter, harbor, Progress};
+use crate::log::ledger::{Appended, Batch, Draft, Ledger};
+use crate::schema::events::{ArtifactRecorded, Event, GroupRef};
+use crate::schema::time::now_utc_ns;
+
+/// Rows between progress reports on a terminal.
+pub const PROGRESS_EVERY_ROWS: u64 = 10_000;
+
+/// `ingest` verbs. GROUP is `LINEAGE/GROUP`, or `GROUP` when the ledger
+/// holds one lineage; it must be in the lineage's target list and not sealed.
+#[derive(Debug, Subcommand)]
+pub enum IngestCommand {
+    /// A Harbor 0.25 jobs directory or job directory: every trial's
+    /// `result.json` against the ledger case it belongs to (by the trial
+    /// name `case start` rendered), and the job's `result.json`, `lock.json`
+    /// and `config.json` as artifacts. Trial directories without
+    /// `result.json` are reported, never invented.
+    Harbor(HarborArgs),
+    /// BitRouter rows of one kind from a JSON Lines file (receipts also from
+    /// a single `.json` document).
+    #[command(name = "traces")]
+    Traces(RowsArgs),
+    /// Policy decision rows.
+    Decisions(RowsArgs),
+    /// Usage rows: all four buckets required (SETTLE-1), charge recomputed.
+    Usage(RowsArgs),
+    /// Settlement receipts.
+    Receipts(RowsArgs),
+    /// Benchmark outcome rows.
+    Outcomes(OutcomeArgs),
+}
+
+/// Arguments of `ingest harbor`.
+#[derive(Debug, Args)]
+pub struct HarborArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// A Harbor jobs directory or one job directory.
+    pub dir: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of a BitRouter row ingest.
+#[derive(Debug, Args)]
+pub struct RowsArgs {
+    /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
+    pub group: String,
+    /// The file.
+    pub file: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How strictly outcome rows are read.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OutcomeMode {
+    /// `request_id` required: outcomes that join (JOIN-1).
+    Strict,
+    /// Rows without `request_id` accepted, for analysis only (JOIN-4).
+    Analytical,
+}
+
+/// Arguments of `ingest outcomes`.
+#[derive(Debug, Args)]
+pub struct OutcomeArgs {
+    /// The group and file.
+    #[command(flatten)]
+    pub rows: RowsArgs,
+    /// `strict` (default) or `analytical`.
+    #[arg(long, value_enum, default_value = "strict")]
+    pub mode: OutcomeMode,
+}
+
+fn file_facts(path: &Path) -> anyhow::Result<(u64, String)> {
+    if path.is_dir() {
+        return Err(Error::input(format!("{} is a directory, not a file", path.display())).into());
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let mut h = blake3::Hasher::new();
+    let bytes = std::io::copy(&mut BufReader::new(file), &mut h)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    Ok((bytes, h.finalize().to_hex().to_string()))
+}
+
+struct Summary {
+    rows: u64,
+    appended: u64,
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
+}
+
+fn summarize(done: &[Appended]) -> Summary {
+    let new: Vec<&Appended> = done.iter().filter(|a| a.appended).collect();
+    Summary {
+        rows: done.len() as u64,
+        appended: new.len() as u64,
+        first_seq: new.first().map(|a| a.seq),
+        last_seq: new.last().map(|a| a.seq),
+    }
+}
+
+/// Runs an `ingest` verb.
+pub fn run_ingest(cli: &Cli, cmd: &IngestCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    match cmd {
+        IngestCommand::Harbor(a) => ingest_harbor(cli, a, wait),
+        IngestCommand::Traces(a) => ingest_rows(cli, a, wait, "traces", |l, g| {
+            bitrouter::parse_trace(l, g).map(Event::RequestTraced)
+        }),
+        IngestCommand::Decisions(a) => ingest_rows(cli, a, wait, "decisions", |l, g| {
+            bitrouter::parse_decision(l, g).map(Event::PolicyDecisionRecorded)
+        }),
+        IngestCommand::Usage(a) => ingest_rows(cli, a, wait, "usage", |l, g| {
+            bitrouter::parse_usage(l, g).map(Event::UsageRecorded)
+        }),
+        IngestCommand::Receipts(a) => ingest_rows(cli, a, wait, "receipts", |l, g| {
+            bitrouter::parse_receipt(l, g).map(Event::ReceiptRecorded)
+        }),
+        IngestCommand::Outcomes(a) => match a.mode {
+            OutcomeMode::Strict => ingest_rows(cli, &a.rows, wait, "outcomes", |l, g| {
+                bitrouter::parse_outcome(l, g).map(Event::OutcomeRecorded)
+            }),
+            OutcomeMode::Analytical => ingest_rows(cli, &a.rows, wait, "outcomes", |l, g| {
+                bitrouter::parse_outcome_analytical(l, g).map(Event::OutcomeRecorded)
+            }),
+        },
+    }
+}
+
+fn ingest_rows(
+    cli: &Cli,
+    a: &RowsArgs,
+    wait: Duration,
+    kind: &'static str,
+    parse: fn(&[u8], &GroupRef) -> crate::evidence::FieldResult<Event>,
+) -> anyhow::Result<ExitCode> {
+    let (lineage, group) = parse_group(&a.group);
+    let source = a.file.display().to_string();
+    let (bytes, file_blake3) = file_facts(&a.file)?;
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
+    drop(state);
+    let now = now_utc_ns();
+    let mut batch = ledger.batch(now)?;
+    let t0 = Instant::now();
+    let draft = |event: Event, key: String| Draft {
+        actor: cli.actor.clone(),
+        event,
+        idempotency_key: Some(key),
+    };
+    let key_prefix = format!("{kind}:{}", &file_blake3[..32]);
+    let single_document = kind == "receipts"
+        && bitrouter::ReceiptFileForm::of_path(&a.file) == bitrouter::ReceiptFileForm::Document;
+    if single_document {
+        let file = std::fs::File::open(&a.file)
+            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+        let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
+        batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
+    } else {
+        let file = std::fs::File::open(&a.file)
+            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let tty = std::io::stderr().is_terminal();
+        let mut report = |rows: u64, read: u64| {
+            if tty {
+                let pct = if bytes == 0 { 100 } else { read * 100 / bytes };
+                eprint!("\ringest {kind}: {rows} rows, {pct}% of {source}   ");
+                let _ = std::io::stderr().flush();
+            }
+        };
+        let progress = Progress {
+            every_rows: PROGRESS_EVERY_ROWS,
+            report: &mut report,
+        };
+        let mut push = |n: u64, line: &[u8]| -> crate::Result<()> {
+            let event = parse(line, &g).map_err(|e| e.at_line(&source, n))?;
+            push_row(
+                &mut batch,
+                draft(event, format!("{key_prefix}:{n}")),
+                &source,
+                n,
+            )
+        };
+        crate::evidence::for_each_jsonl_row_with_progress(
+            &mut reader,
+            &source,
+            Some(progress),
+            &mut push,
+        )?;
+        if tty {
+            eprintln!();
+        }
+    }
+    let artifact = Event::ArtifactRecorded(ArtifactRecorded {
+        group: Some(g.clone()),
+        role: format!("bitrouter_{kind}"),
+        path: source.clone(),
+        bytes,
+        blake3: file_blake3.clone(),
+    });
+    batch
+        .push(draft(
+            artifact,
+            format!("artifact:{kind}:{}:{}", g.group, &file_blake3[..32]),
+        ))
+        .map_err(|e| match e {
+            // The same bytes under another path: the rows are already there
+            // (their keys follow the content), the artifact would differ.
+            Error::Refused { rule, message } => Error::Refused {
+                rule,
+                message: format!(
+                    "{source}: a file with the same content (blake3 {}) was already ingested into {} under another path; nothing was appended ({message})",
+                    &file_blake3[..32],
+                    g.group
+                ),
+            },
+            other => other,
+        })?;
+    let mut done = batch.commit()?;
+    done.pop(); // the artifact
+    let s = summarize(&done);
+    let secs = t0.elapsed().as_secs_f64();
+    report_rows(a.json, kind, &source, &file_blake3, &s, secs)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Pushes one row; a refusal (a credential-shaped value, an idempotency
+/// conflict) names the file and line.
+fn push_row(batch: &mut Batch<'_>, d: Draft, source: &str, line: u64) -> crate::Result<()> {
+    batch.push(d).map(|_| ()).map_err(|e| match e {
+        Error::Refused { rule, message } => Error::Refused {
+            rule,
+            message: format!("{source}: line {line}: {message}"),
+        },
+        Error::Input(m) => Error::Input(format!("{source}: line {line}: {m}")),
+        other => other,
+    })
+}
+
+fn report_rows(
+    as_json: bool,
+    kind: &str,
+    source: &str,
+    blake3: &str,
+    s: &Summary,
+    secs: f64,
+) -> anyhow::Result<()> {
+    if as_json {
+        print_json(&json!({
+            "kind": kind, "file": source, "file_blake3": blake3, "rows": s.rows, "appended": s.appended,
+            "already_recorded": s.rows - s.appended, "first_seq": s.first_seq, "last_seq": s.last_seq,
+        }))
+    } else {
+        let range = match (s.first_seq, s.last_seq) {
+            (Some(a), Some(b)) => format!(" at seqs {a}..={b}"),
+            _ => String::new(),
+        };
+        println!("ingested {} {kind} rows from {source}: {} appended{range}, {} already recorded ({:.1} s)", s.rows, s.appended, s.rows - s.appended, secs);
+        Ok(())
+    }
+}
+
+fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let (lineage, group) = parse_group(&a.group);
+    let tree = harbor::walk_jobs(&a.dir)?;
+    if let Some(t) = tree.unmapped().first() {
+        return Err(Error::input(format!(
+            "{}: trial directory {:?} does not follow benchledger's trial names (<task>__<group>-<trial>); it was not launched by `case start`",
+            t.path, t.name
+        ))
+        .into());
+    }
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
+    let mut batch = ledger.batch(now_utc_ns())?;
+    let mut results = 0u64;
+    let mut recorded = Vec::new();
+    for job in &tree.jobs {
+        for art in &job.artifacts {
+            let key = format!("artifact:{}:{}:{}", art.role, g.group, &art.blake3[..32]);
+            batch.push(Draft {
+                actor: cli.actor.clone(),
+                event: Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
+                idempotency_key: Some(key),
+            })?;
+        }
+        for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
+            let Some((task, trial_group, case)) = &t.case else {
+                continue;
+            };
+            if *trial_group != g.group {
+                return Err(Error::input(format!(
+                    "{}: trial {:?} belongs to group {trial_group:?}, not {:?}",
+                    t.path, t.name, g.group
+                ))
+                .into());
+            }
+            debug_assert_eq!(*task, case.task);
+            crate::method::decide::trial_result_case(&state, &g, case)?;
+            let parsed = harbor::read_trial_result(t)?;
+            // The result must be the directory's own trial of this case's
+            // task (CASE-8): never evidence of another identity.
+            let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
+            if parsed.trial_name != t.name || task_tail != case.task {
+                return Err(Error::Refused {
+                    rule: "CASE-8",
+                    message: format!(
+                        "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
+                        t.path, parsed.trial_name, parsed.task_name, t.name, case.task
+                    ),
+                }
+                .into());
+            }
+            let event = Event::TrialResultRecorded(parsed.into_event(g.clone(), case.clone()));
+            let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
+            let done = batch.push(Draft { actor: cli.actor.clone(), event, idempotency_key: Some(key) }).map_err(|e| match e {
+                Error::Refused { rule, message } => Error::Refused {
+                    rule,
+                    message: format!("{}: a different result.json was already recorded for trial {:?} ({message})", t.path, t.name),
+                },
+                other => other,
+            })?;
+            results += 1;
+            recorded.push(json!({ "trial": t.name, "seq": done.seq, "appended": done.appended }));
+        }
+    }
+    let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();
+    let done = batch.commit()?;
+    let appended = done.iter().filter(|a| a.appended).count();
+    if a.json {
+        print_json(
+            &json!({ "results": results, "appended": appended, "trials": recorded, "incomplete": incomplete }),
+        )?;
+    } else {
+        println!(
+            "ingested {results} trial results from {}: {appended} records appended",
+            a.dir.display()
+        );
+        for i in &incomplete {
+            println!("  incomplete (no result.json: still running or lost): {i}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

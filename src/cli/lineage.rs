@@ -1,0 +1,104 @@
+//! `lineage show | stop` (LINEAGE-1..5, VERDICT-3).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::log::ledger::Ledger;
+use crate::method::projections::replay_scanning;
+use crate::method::verdict;
+use crate::schema::time::now_utc_ns;
+
+/// `lineage` verbs.
+#[derive(Debug, Subcommand)]
+pub enum LineageCommand {
+    /// Stop a lineage (VERDICT-3): it launches nothing more; evidence is kept.
+    Stop(LineageStopArgs),
+    /// The lineage projection: groups, next group, feedback, completion.
+    Show(LineageShowArgs),
+}
+
+/// Arguments of `lineage stop`.
+#[derive(Debug, Args)]
+pub struct LineageStopArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// Why.
+    #[arg(long)]
+    pub reason: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `lineage show`.
+#[derive(Debug, Args)]
+pub struct LineageShowArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn print_lineage(v: &verdict::LineageView) {
+    println!("lineage {}", v.lineage);
+    for g in &v.groups {
+        let sealed = g
+            .sealed
+            .as_ref()
+            .map_or("unsealed".to_string(), |(seq, s)| {
+                format!("sealed {s} at seq {seq}")
+            });
+        println!(
+            "  {:<10} {:<24} now {:<22}{}",
+            g.group,
+            sealed,
+            g.status_now,
+            g.feedback_seq
+                .map_or(String::new(), |s| format!(" feedback at seq {s}"))
+        );
+    }
+    if let Some(c) = &v.control {
+        println!("  control: {c}");
+    }
+    println!(
+        "  next group: {}",
+        v.next_group.as_deref().unwrap_or("none")
+    );
+    if !v.feedback_allowed.is_empty() {
+        println!("  feedback allowed from: {}", v.feedback_allowed.join(", "));
+    }
+    if let Some((seq, rule, reason)) = &v.stopped {
+        println!("  STOPPED at seq {seq} ({rule}): {reason}");
+    }
+    println!("  complete: {}", v.complete);
+}
+
+/// `lineage stop | show`.
+pub fn run_lineage(cli: &Cli, cmd: &LineageCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    match cmd {
+        LineageCommand::Stop(a) => {
+            let done =
+                crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+                    crate::method::decide::lineage_stop(s, a.lineage.as_deref(), &a.reason)
+                })?;
+            report_appended(&done, a.json, "lineage stopped")?;
+        }
+        LineageCommand::Show(a) => {
+            let state = replay_scanning(&ledger)?;
+            let l = state.lineage(a.lineage.as_deref())?;
+            let v = verdict::lineage_view(&state, l);
+            if a.json {
+                print_json(&serde_json::to_value(&v)?)?;
+            } else {
+                print_lineage(&v);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

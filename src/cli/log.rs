@@ -1,0 +1,272 @@
+//! Verbs on the log itself: `init`, `verify`, `head`, `log`, `import`,
+//! `note`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::error::{Error, ExitClass};
+use crate::limits::NOTE_TEXT_BYTES_MAX;
+use crate::log::ledger::VerifyReport;
+use crate::log::ledger::{Draft, Ledger};
+use crate::schema::events::Event;
+use crate::schema::events::OperatorNoted;
+use crate::schema::time::now_utc_ns;
+use crate::schema::time::rfc3339_utc_ns;
+use std::io::{BufWriter, Write};
+
+/// Arguments of `log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// First seq to print.
+    #[arg(long, default_value_t = 0)]
+    pub from: u64,
+    /// Last seq to print (inclusive); default the head.
+    #[arg(long)]
+    pub to: Option<u64>,
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The export file to read (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `note`.
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The note text.
+    pub text: String,
+    /// Append at most once: the same key with the same text returns the
+    /// original seq; with another text it is refused (exit 3).
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn print_verify(
+    r: &VerifyReport,
+    ckpt: Option<&crate::log::checkpoint::Check>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    use crate::log::checkpoint::{Check, CHECKPOINT_FILE};
+    if as_json {
+        let d = r.damage.as_ref();
+        let ckpt = ckpt.map(|c| match c {
+            Check::Absent => json!({ "state": "absent" }),
+            Check::Ignored { why } => json!({ "state": "ignored", "why": why }),
+            Check::Matches { seq } => json!({ "state": "matches", "seq": seq }),
+            Check::Differs { seq } => json!({ "state": "differs", "seq": seq }),
+        });
+        let ok = r.ok() && !matches!(ckpt_state(ckpt.as_ref()), Some("differs"));
+        return print_json(&json!({
+            "ok": ok,
+            "records": r.records,
+            "head_seq": r.head.map(|h| h.seq),
+            "head_hash": r.head.map(|h| hex::encode(h.hash)),
+            "first_bad_seq": d.map(|d| d.seq),
+            "damage": d.map(|d| d.kind),
+            "detail": d.map(|d| d.detail.clone()),
+            "checkpoint": ckpt,
+        }));
+    }
+    match (&r.damage, r.head) {
+        (None, Some(h)) => println!(
+            "ok: {} records verify; head seq {} hash {}",
+            r.records,
+            h.seq,
+            hex::encode(h.hash)
+        ),
+        (Some(d), _) => println!("damaged: first bad seq {}: {}: {}", d.seq, d.kind, d.detail),
+        (None, None) => unreachable!("a report without damage has a head"),
+    }
+    match ckpt {
+        Some(Check::Matches { seq }) => {
+            println!("checkpoint: the projection checkpoint at seq {seq} equals the replay of the log")
+        }
+        Some(Check::Ignored { why }) => {
+            println!("checkpoint: {CHECKPOINT_FILE} is ignored: {why}")
+        }
+        Some(Check::Differs { seq }) => println!(
+            "damaged: the projection checkpoint at seq {seq} differs from the replay of the log; deciding verbs would trust it: delete {CHECKPOINT_FILE} (the log itself verifies)"
+        ),
+        Some(Check::Absent) | None => {}
+    }
+    Ok(())
+}
+
+fn ckpt_state(v: Option<&serde_json::Value>) -> Option<&str> {
+    v.and_then(|v| v.get("state")).and_then(|s| s.as_str())
+}
+
+/// `init`: the genesis record with a random ledger id.
+pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    let mut id = [0u8; 16];
+    getrandom::fill(&mut id).map_err(|e| Error::io("read randomness for the ledger id", e))?;
+    let (_, genesis) = Ledger::create(&dir, wait, id, &cli.actor, now_utc_ns())?;
+    if a.json {
+        print_json(&json!({
+            "dir": dir.display().to_string(),
+            "ledger_id": hex::encode(id),
+            "head_seq": genesis.seq,
+            "head_hash": hex::encode(genesis.hash),
+        }))?;
+    } else {
+        println!("created ledger {} in {}", hex::encode(id), dir.display());
+        println!(
+            "head seq {} hash {}",
+            genesis.seq,
+            hex::encode(genesis.hash)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `verify`: every link from seq 0, then the projection checkpoint.
+pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    let ledger = Ledger::open(&dir, wait)?;
+    let report = ledger.verify()?;
+    // Paired check of the derived cache: a present checkpoint must
+    // equal the replay of the (verified) log at its seq.
+    let ckpt = if report.ok() {
+        Some(crate::log::checkpoint::check(&ledger)?)
+    } else {
+        None
+    };
+    print_verify(&report, ckpt.as_ref(), a.json)?;
+    let ckpt_ok = !matches!(ckpt, Some(crate::log::checkpoint::Check::Differs { .. }));
+    Ok(if report.ok() && ckpt_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(ExitClass::CheckFailed.code())
+    })
+}
+
+/// `head`.
+pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    let ledger = Ledger::open(&dir, wait)?;
+    let head = ledger.head()?;
+    if a.json {
+        print_json(&head_json(&head))?;
+    } else {
+        println!("seq {} hash {}", head.seq, hex::encode(head.hash));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log --from --to`: records as JSON lines.
+pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    if a.to.is_some_and(|to| to < a.from) {
+        return Err(BadUsage(format!(
+            "--to {} is before --from {}",
+            a.to.unwrap_or(0),
+            a.from
+        ))
+        .into());
+    }
+    let ledger = Ledger::open(&dir, wait)?;
+    let head = ledger.head()?;
+    if a.from > head.seq {
+        return Err(BadUsage(format!("--from {} is past the head {}", a.from, head.seq)).into());
+    }
+    let to = a.to.unwrap_or(head.seq).min(head.seq);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for v in ledger.records_from(a.from)? {
+        let v = v?;
+        let r = &v.decoded.record;
+        if r.seq > to {
+            break;
+        }
+        let line = json!({
+            "seq": r.seq,
+            "hash": hex::encode(v.hash),
+            "kind": r.kind,
+            "recorded_at": rfc3339_utc_ns(r.recorded_at_utc_ns),
+            "recorded_at_utc_ns": r.recorded_at_utc_ns,
+            "actor": r.actor,
+            "idempotency_key": r.idempotency_key,
+            "payload": v.decoded.event.payload_json(),
+        });
+        serde_json::to_writer(&mut out, &line)?;
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `import --jsonl`: a byte-identical copy, or a refusal naming the line.
+pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    let source = a.jsonl.display().to_string();
+    let head = if a.jsonl.as_os_str() == "-" {
+        crate::log::export::import_jsonl(&mut std::io::stdin().lock(), "stdin", &dir, wait)?
+    } else {
+        let file = std::fs::File::open(&a.jsonl)
+            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+        crate::log::export::import_jsonl(&mut std::io::BufReader::new(file), &source, &dir, wait)?
+    };
+    if a.json {
+        print_json(&head_json(&head))?;
+    } else {
+        println!(
+            "imported {} records into {}; head seq {} hash {}",
+            head.seq + 1,
+            dir.display(),
+            head.seq,
+            hex::encode(head.hash)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `note`: an operator note.
+pub(crate) fn run_note(cli: &Cli, a: &NoteArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    if a.text.is_empty() || a.text.len() > NOTE_TEXT_BYTES_MAX {
+        return Err(BadUsage(format!(
+            "a note must be 1 to {NOTE_TEXT_BYTES_MAX} bytes, got {}",
+            a.text.len()
+        ))
+        .into());
+    }
+    let ledger = Ledger::open(&dir, wait)?;
+    let draft = Draft {
+        actor: cli.actor.clone(),
+        event: Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: a.text.clone(),
+        }),
+        idempotency_key: a.idempotency_key.clone(),
+    };
+    let done = ledger.append(&[draft], now_utc_ns())?[0];
+    if a.json {
+        print_json(
+            &json!({ "seq": done.seq, "hash": hex::encode(done.hash), "appended": done.appended }),
+        )?;
+    } else if done.appended {
+        println!("appended seq {} hash {}", done.seq, hex::encode(done.hash));
+    } else {
+        println!(
+            "already recorded at seq {} hash {}",
+            done.seq,
+            hex::encode(done.hash)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

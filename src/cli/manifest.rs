@@ -1,0 +1,207 @@
+//! `manifest freeze | sign-off | show`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::log::ledger::Ledger;
+use crate::schema::time::now_utc_ns;
+
+/// `manifest` verbs.
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Validate a manifest and its private companion, compute the task
+    /// manifest hash, the lineage key and the control key, and freeze it.
+    ///
+    /// Refused (exit 3, rule named): a lineage label already frozen
+    /// (FREEZE-3); a path, port, database, tag or job name used before
+    /// (FREEZE-4); task/trial counts that do not fit the class (CLASS-1);
+    /// Harbor retries > 0 (CASE-5); target groups other than
+    /// control+r1+r2[+r3] (LINEAGE-1). Only commitments and redacted forms
+    /// of the private values are stored.
+    Freeze(FreezeArgs),
+    /// Record the operator's or the reviewer's sign-off (FREEZE-7); both,
+    /// by two distinct names, are required before any scored case starts.
+    SignOff(SignOffArgs),
+    /// Print a frozen manifest as the ledger has it (TOML; --json for JSON).
+    Show(ShowArgs),
+}
+
+/// Arguments of `manifest freeze`.
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// The public manifest (TOML).
+    pub file: PathBuf,
+    /// The private manifest (TOML): account, principal, secret locations,
+    /// commitment key. Never stored.
+    #[arg(long, value_name = "FILE")]
+    pub private: PathBuf,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `manifest sign-off`.
+#[derive(Debug, Args)]
+pub struct SignOffArgs {
+    /// The lineage (optional when the ledger holds one).
+    #[arg(long)]
+    pub lineage: Option<String>,
+    /// Who signs off.
+    #[arg(long, value_enum)]
+    pub role: RoleArg,
+    /// The person's name.
+    #[arg(long)]
+    pub name: String,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Sign-off roles on the command line.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum RoleArg {
+    /// The operator.
+    Operator,
+    /// The reviewer.
+    Reviewer,
+}
+
+/// Arguments of `manifest show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The lineage (optional when the ledger holds one).
+    pub lineage: Option<String>,
+    /// The publication view: private values only in redacted form, no
+    /// commitments.
+    #[arg(long)]
+    pub redacted: bool,
+    /// Check every commitment against this private manifest.
+    #[arg(long, value_name = "FILE")]
+    pub private: Option<PathBuf>,
+    /// Print JSON instead of TOML.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn run_manifest(
+    cli: &Cli,
+    cmd: &ManifestCommand,
+    wait: Duration,
+) -> anyhow::Result<ExitCode> {
+    let dir = &cli.ledger;
+    match cmd {
+        ManifestCommand::Freeze(a) => {
+            let public = read_text(&a.file)?;
+            let private = read_text(&a.private)?;
+            let frozen = crate::schema::manifest::freeze(
+                &public,
+                &a.file.display().to_string(),
+                &private,
+                &a.private.display().to_string(),
+            )?;
+            let summary = json!({
+                "lineage": frozen.lineage,
+                "manifest_blake3": frozen.manifest_blake3,
+                "task_manifest_blake3": frozen.task_manifest_blake3,
+                "lineage_key": frozen.lineage_key,
+                "control_key": frozen.control_key,
+            });
+            let ledger = Ledger::open(dir, wait)?;
+            let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+                crate::method::decide::freeze(s, frozen)
+            })?;
+            let mut summary = summary;
+            summary["seq"] = json!(done[0].seq);
+            if a.json {
+                print_json(&summary)?;
+            } else {
+                println!(
+                    "froze lineage {} at seq {}",
+                    summary["lineage"].as_str().unwrap_or(""),
+                    done[0].seq
+                );
+                for k in [
+                    "manifest_blake3",
+                    "task_manifest_blake3",
+                    "lineage_key",
+                    "control_key",
+                ] {
+                    println!("  {k:<21} {}", summary[k].as_str().unwrap_or(""));
+                }
+                println!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ManifestCommand::SignOff(a) => {
+            let role = match a.role {
+                RoleArg::Operator => crate::schema::events::SignOffRole::Operator,
+                RoleArg::Reviewer => crate::schema::events::SignOffRole::Reviewer,
+            };
+            let ledger = Ledger::open(dir, wait)?;
+            let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+                crate::method::decide::sign_off(s, a.lineage.as_deref(), role, &a.name)
+            })?;
+            if a.json {
+                print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
+            } else {
+                println!("signed off as {role:?} at seq {}", done[0].seq);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ManifestCommand::Show(a) => {
+            let ledger = Ledger::open(dir, wait)?;
+            let state = decide_state(&ledger)?;
+            let l = state.lineage(a.lineage.as_deref())?;
+            if let Some(p) = &a.private {
+                let checked = crate::schema::manifest::check_private(
+                    &l.frozen.manifest,
+                    &read_text(p)?,
+                    &p.display().to_string(),
+                )?;
+                eprintln!(
+                    "all {} private values match their commitments: {}",
+                    checked.len(),
+                    checked.join(", ")
+                );
+            }
+            let value = if a.redacted {
+                l.frozen.manifest.redacted_json()
+            } else {
+                serde_json::to_value(&l.frozen)?
+            };
+            if a.json {
+                print_json(&value)?;
+            } else {
+                print!(
+                    "{}",
+                    toml::to_string(&without_nulls(value))
+                        .map_err(|e| Error::io("render toml", e))?
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// TOML has no null: drop absent optional fields before rendering.
+fn without_nulls(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(without_nulls).collect())
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,1800 @@
+//! Harbor 0.25.0's on-disk results (`spec/harbor-formats.md` sections 3-4)
+//! and benchledger's trial names.
+//!
+//! - [`parse_trial_result`]: one `<trial>/result.json` (a full `TrialResult`
+//!   dump) into a [`ParsedTrial`], which becomes a
+//!   [`TrialResultRecorded`] once the caller binds the group and case.
+//! - [`parse_job_result`]: a job-level `result.json` (`JobResult`).
+//! - [`walk_jobs`]: a jobs directory or one job directory, listed
+//!   deterministically: trial directories with their `result.json` (or
+//!   reported incomplete, never invented) and the job-level files as
+//!   artifacts (path, size, BLAKE3).
+//! - [`trial_name`] / [`parse_trial_name`]: the name benchledger gives a case
+//!   (`<task>__<group>-<trial>`, `-r01` for `replacement-01`) and back.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{
+    blake3_hex, canonical_json, check_timestamp, echo, found, is_lower_hex, load_object,
+    raw_members, raw_values_at, FieldError, FieldResult, Obj, TimeForm, HARBOR_JOB_DIRS_MAX,
+    HARBOR_RESULT_BYTES_MAX, HARBOR_REWARD_KEYS_MAX, HARBOR_TRIAL_DIRS_MAX, INGEST_FIELD_BYTES_MAX,
+};
+use crate::error::{Error, Result};
+use crate::schema::events::{
+    ArtifactRecorded, CaseRef, GroupRef, HarborTaskId, NumberText, TrialResultRecorded,
+};
+
+/// The required fields of Harbor 0.25.0's `TrialResult`, in its model's
+/// order (`required-fields.json`).
+pub const TRIAL_RESULT_REQUIRED: [&str; 7] = [
+    "task_name",
+    "trial_name",
+    "trial_uri",
+    "task_id",
+    "task_checksum",
+    "config",
+    "agent_info",
+];
+
+/// Artifact role of a job-level `result.json`.
+pub const ROLE_JOB_RESULT: &str = "harbor_job_result";
+/// Artifact role of a job-level `lock.json`.
+pub const ROLE_JOB_LOCK: &str = "harbor_job_lock";
+/// Artifact role of a job-level `config.json`.
+pub const ROLE_JOB_CONFIG: &str = "harbor_job_config";
+/// Artifact role of a trial's `result.json`.
+pub const ROLE_TRIAL_RESULT: &str = "harbor_trial_result";
+/// Artifact role of a trial's `config.json`.
+pub const ROLE_TRIAL_CONFIG: &str = "harbor_trial_config";
+/// Artifact role of a trial's `lock.json`.
+pub const ROLE_TRIAL_LOCK: &str = "harbor_trial_lock";
+
+/// Files whose presence marks a directory as one job directory.
+const JOB_MARKER_FILES: [&str; 4] = ["config.json", "result.json", "lock.json", "job.log"];
+
+/// Longest task part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_TASK_BYTES_MAX: usize = 128;
+/// Longest group part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_GROUP_BYTES_MAX: usize = 64;
+/// Longest trial-identity part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_TRIAL_BYTES_MAX: usize = 32;
+/// Highest replacement number a trial name can carry (`-r99`).
+pub const TRIAL_NAME_REPLACEMENT_MAX: u8 = 99;
+
+const STREAM_CHUNK_BYTES: usize = 64 * 1024;
+
+// ---------------------------------------------------------------------------
+// Trial results
+// ---------------------------------------------------------------------------
+
+/// Everything a [`TrialResultRecorded`] carries except the group and case,
+/// plus what the payload has no field for (`verifier_ran`, the agent's name
+/// and version apart, the model provider, `trial_uri`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedTrial {
+    /// `trial_name` (Harbor names the trial directory after it).
+    pub trial_name: String,
+    /// `id`: Harbor's uuid of this attempt (new on every retry).
+    pub attempt_id: String,
+    /// `task_name`.
+    pub task_name: String,
+    /// `task_id`, in whichever of the three union shapes it came.
+    pub task_id: HarborTaskId,
+    /// `source` (the dataset name), if any.
+    pub source: Option<String>,
+    /// `task_checksum`: 64 lowercase hex digits.
+    pub task_checksum: String,
+    /// `trial_uri`.
+    pub trial_uri: String,
+    /// `agent_info.name`.
+    pub agent_name: String,
+    /// `agent_info.version`.
+    pub agent_version: String,
+    /// `<agent_info.name>@<agent_info.version>` (`terminus-2@2.0.0`), the
+    /// payload's `agent`.
+    pub agent: String,
+    /// `agent_info.model_info.name` (provider stripped by Harbor).
+    pub model: Option<String>,
+    /// `agent_info.model_info.provider`.
+    pub model_provider: Option<String>,
+    /// True when `verifier_result` is present and not null.
+    pub verifier_ran: bool,
+    /// `verifier_result.rewards`, each number exactly as written (`1` or
+    /// `1.0`); `None` when the verifier never ran or wrote no rewards.
+    pub rewards: Option<BTreeMap<String, NumberText>>,
+    /// `exception_info.exception_type`.
+    pub exception_type: Option<String>,
+    /// BLAKE3 of `exception_info.exception_message` (UTF-8), hex.
+    pub exception_message_blake3: Option<String>,
+    /// `started_at` (UTC, `Z`).
+    pub started_at: Option<String>,
+    /// `finished_at` (UTC, `Z`).
+    pub finished_at: Option<String>,
+    /// `agent_result.n_input_tokens` (cache included).
+    pub n_input_tokens: Option<u64>,
+    /// `agent_result.n_cache_tokens`.
+    pub n_cache_tokens: Option<u64>,
+    /// `agent_result.n_output_tokens`.
+    pub n_output_tokens: Option<u64>,
+    /// BLAKE3 of [`canonical_json`] of the embedded `config`, hex.
+    pub config_blake3: String,
+    /// The path given to the parser.
+    pub result_path: String,
+    /// BLAKE3 of the result file's bytes, hex.
+    pub result_blake3: String,
+}
+
+impl ParsedTrial {
+    /// The payload, with the group and case the caller bound it to.
+    pub fn into_event(self, group: GroupRef, case: CaseRef) -> TrialResultRecorded {
+        TrialResultRecorded {
+            group,
+            case,
+            trial_name: self.trial_name,
+            attempt_id: self.attempt_id,
+            task_name: self.task_name,
+            task_id: self.task_id,
+            source: self.source,
+            task_checksum: self.task_checksum,
+            agent: self.agent,
+            model: self.model,
+            rewards: self.rewards,
+            exception_type: self.exception_type,
+            exception_message_blake3: self.exception_message_blake3,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            n_input_tokens: self.n_input_tokens,
+            n_cache_tokens: self.n_cache_tokens,
+            n_output_tokens: self.n_output_tokens,
+            config_blake3: self.config_blake3,
+            result_path: self.result_path,
+            result_blake3: self.result_blake3,
+        }
+    }
+}
+
+/// Parses a Harbor 0.25.0 trial `result.json` (at most
+/// [`HARBOR_RESULT_BYTES_MAX`] bytes). Errors read
+/// `<path>: field <field>: <problem>`.
+///
+/// Required: the seven fields of [`TRIAL_RESULT_REQUIRED`] and `id` (Harbor
+/// always dumps it; it is a uuid). `task_id` must be exactly one of the
+/// union's shapes: git `{git_url, git_commit_id?, path}`, package
+/// `{org, name, ref?}`, local `{path}`; mixed shapes are refused.
+/// `task_checksum` is 64 lowercase hex digits; `agent_info.name` must not
+/// contain `@` (it joins name and version in `agent`).
+///
+/// Checked when present: rewards are JSON numbers (at most
+/// [`HARBOR_REWARD_KEYS_MAX`] keys), `exception_info` has all four fields,
+/// trial timestamps are UTC with `Z`, token counts are non-negative
+/// integers. `config_blake3` is the BLAKE3 of [`canonical_json`] of the
+/// embedded `config` (keys sorted recursively, no whitespace, numbers as
+/// written).
+pub fn parse_trial_result(bytes: &[u8], path: &str) -> Result<ParsedTrial> {
+    if bytes.len() > HARBOR_RESULT_BYTES_MAX {
+        return Err(FieldError::line(format!(
+            "file is {} bytes, longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes",
+            bytes.len()
+        ))
+        .in_document(path));
+    }
+    trial(bytes, path).map_err(|e| e.in_document(path))
+}
+
+fn trial(bytes: &[u8], path: &str) -> FieldResult<ParsedTrial> {
+    let loaded = load_object(bytes, &[])?;
+    let o = Obj::root(&loaded.map);
+    let missing: Vec<&str> = TRIAL_RESULT_REQUIRED
+        .iter()
+        .copied()
+        .filter(|k| o.present(k).is_none())
+        .collect();
+    if let (Some(first), true) = (missing.first(), missing.len() >= 3) {
+        return Err(FieldError::new(
+            *first,
+            format!(
+                "missing; not a harbor 0.25.0 trial result dump, which always has {}: {} of \
+                 them are missing ({}), as in the partial results bitrouter's old \
+                 harbor-outcomes read",
+                TRIAL_RESULT_REQUIRED.join(", "),
+                missing.len(),
+                missing.join(", ")
+            ),
+        ));
+    }
+    let attempt_id = o.id("id")?;
+    if !is_uuid(attempt_id) {
+        return Err(FieldError::new(
+            "id",
+            format!("expected a lowercase uuid, found {}", echo(attempt_id)),
+        ));
+    }
+    let task_name = o.id("task_name")?;
+    let trial_name = o.id("trial_name")?;
+    let trial_uri = o.id("trial_uri")?;
+    let task_id = task_id(&o)?;
+    let source = o.id_opt("source")?;
+    let task_checksum = o.id("task_checksum")?;
+    if !is_lower_hex(task_checksum, 64) {
+        return Err(FieldError::new(
+            "task_checksum",
+            format!(
+                "expected 64 lowercase hex digits (a sha256 dirhash), found {}",
+                echo(task_checksum)
+            ),
+        ));
+    }
+    o.obj("config")?;
+    let agent_info = o.obj("agent_info")?;
+    let agent_name = agent_info.id("name")?;
+    if agent_name.contains('@') {
+        return Err(FieldError::new(
+            "agent_info.name",
+            format!(
+                "{} contains @, which joins agent name and version in the ledger",
+                echo(agent_name)
+            ),
+        ));
+    }
+    let agent_version = agent_info.id("version")?;
+    let (model, model_provider) = match agent_info.obj_opt("model_info")? {
+        None => (None, None),
+        Some(mi) => (Some(mi.id("name")?), mi.id_opt("provider")?),
+    };
+
+    let raw = raw_values_at(loaded.text, &[&["config"], &["verifier_result", "rewards"]])?;
+    let config_text = raw
+        .first()
+        .copied()
+        .flatten()
+        .ok_or_else(|| FieldError::new("config", "missing"))?;
+    let config_blake3 = blake3_hex(canonical_json(config_text)?.as_bytes());
+
+    let (verifier_ran, rewards) = match o.obj_opt("verifier_result")? {
+        None => (false, None),
+        Some(vr) => match vr.obj_opt("rewards")? {
+            None => (true, None),
+            Some(rw) => {
+                let text = raw
+                    .get(1)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| FieldError::new("verifier_result.rewards", "missing"))?;
+                (true, Some(rewards(&rw, text)?))
+            }
+        },
+    };
+
+    let (exception_type, exception_message_blake3) = match o.obj_opt("exception_info")? {
+        None => (None, None),
+        Some(ex) => {
+            let kind = ex.id("exception_type")?;
+            let message = ex.long_text("exception_message")?;
+            ex.long_text("exception_traceback")?;
+            let at = ex.id("occurred_at")?;
+            check_timestamp(at, TimeForm::UtcZ)
+                .map_err(|p| FieldError::new("exception_info.occurred_at", p))?;
+            (Some(kind.to_string()), Some(blake3_hex(message.as_bytes())))
+        }
+    };
+    let mut times: [Option<String>; 2] = [None, None];
+    for (slot, key) in times.iter_mut().zip(["started_at", "finished_at"]) {
+        if let Some(t) = o.id_opt(key)? {
+            check_timestamp(t, TimeForm::UtcZ).map_err(|p| FieldError::new(key, p))?;
+            *slot = Some(t.to_string());
+        }
+    }
+    let [started_at, finished_at] = times;
+    let (n_input_tokens, n_cache_tokens, n_output_tokens) = match o.obj_opt("agent_result")? {
+        None => (None, None, None),
+        Some(ar) => (
+            ar.u64_opt("n_input_tokens")?,
+            ar.u64_opt("n_cache_tokens")?,
+            ar.u64_opt("n_output_tokens")?,
+        ),
+    };
+    Ok(ParsedTrial {
+        trial_name: trial_name.to_string(),
+        attempt_id: attempt_id.to_string(),
+        task_name: task_name.to_string(),
+        task_id,
+        source: source.map(str::to_string),
+        task_checksum: task_checksum.to_string(),
+        trial_uri: trial_uri.to_string(),
+        agent_name: agent_name.to_string(),
+        agent_version: agent_version.to_string(),
+        agent: format!("{agent_name}@{agent_version}"),
+        model: model.map(str::to_string),
+        model_provider: model_provider.map(str::to_string),
+        verifier_ran,
+        rewards,
+        exception_type,
+        exception_message_blake3,
+        started_at,
+        finished_at,
+        n_input_tokens,
+        n_cache_tokens,
+        n_output_tokens,
+        config_blake3,
+        result_path: path.to_string(),
+        result_blake3: blake3_hex(bytes),
+    })
+}
+
+/// The rewards object: every value a JSON number, kept as written.
+fn rewards(rw: &Obj<'_>, raw_text: &str) -> FieldResult<BTreeMap<String, NumberText>> {
+    let members = raw_members(raw_text)?;
+    if members.len() > HARBOR_REWARD_KEYS_MAX {
+        return Err(FieldError::new(
+            "verifier_result.rewards",
+            format!(
+                "{} keys, more than the limit of {HARBOR_REWARD_KEYS_MAX}",
+                members.len()
+            ),
+        ));
+    }
+    let mut out = BTreeMap::new();
+    for (key, raw) in members {
+        let field = rw.path(&super::path_key(&key));
+        if key.len() > INGEST_FIELD_BYTES_MAX || raw.len() > INGEST_FIELD_BYTES_MAX {
+            return Err(FieldError::new(
+                field,
+                format!("longer than the limit of {INGEST_FIELD_BYTES_MAX} bytes"),
+            ));
+        }
+        match rw.get(&key) {
+            Some(serde_json::Value::Number(_)) => {
+                out.insert(key, raw.to_string());
+            }
+            Some(other) => {
+                return Err(FieldError::new(
+                    field,
+                    format!("expected a json number, {}", found(other)),
+                ))
+            }
+            None => return Err(FieldError::new(field, "missing")),
+        }
+    }
+    Ok(out)
+}
+
+/// `task_id` in exactly one of its three shapes.
+fn task_id(o: &Obj<'_>) -> FieldResult<HarborTaskId> {
+    let t = o.obj("task_id")?;
+    let git = t.present("git_url").is_some();
+    let package = t.present("org").is_some() || t.present("name").is_some();
+    let empty = HarborTaskId {
+        git_url: None,
+        git_commit_id: None,
+        path: None,
+        org: None,
+        name: None,
+        git_ref: None,
+    };
+    let own = |s: Option<&str>| s.map(str::to_string);
+    match (git, package) {
+        (true, true) => Err(FieldError::new(
+            "task_id",
+            "mixes the git shape (git_url) with the package shape (org, name)",
+        )),
+        (true, false) => Ok(HarborTaskId {
+            git_url: Some(t.id("git_url")?.to_string()),
+            git_commit_id: own(t.id_opt("git_commit_id")?),
+            path: Some(t.id("path")?.to_string()),
+            ..empty
+        }),
+        (false, true) => {
+            if t.present("path").is_some() {
+                return Err(FieldError::new(
+                    "task_id",
+                    "mixes the package shape (org, name) with a path",
+                ));
+            }
+            Ok(HarborTaskId {
+                org: Some(t.id("org")?.to_string()),
+                name: Some(t.id("name")?.to_string()),
+                git_ref: own(t.id_opt("ref")?),
+                ..empty
+            })
+        }
+        (false, false) => {
+            if t.present("path").is_none() {
+                return Err(FieldError::new(
+                    "task_id",
+                    "matches none of harbor's shapes: git {git_url, git_commit_id?, path}, \
+                     package {org, name, ref?}, local {path}",
+                ));
+            }
+            Ok(HarborTaskId {
+                path: Some(t.id("path")?.to_string()),
+                ..empty
+            })
+        }
+    }
+}
+
+/// A lowercase 8-4-4-4-12 hex uuid.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+}
+
+// ---------------------------------------------------------------------------
+// Job results
+// ---------------------------------------------------------------------------
+
+/// What a job-level `result.json` (`JobResult`, without trial results) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedJobResult {
+    /// `id`: the job uuid (reused on resume).
+    pub job_id: String,
+    /// `started_at`: local time without offset.
+    pub started_at: String,
+    /// `finished_at`: null until the job is done.
+    pub finished_at: Option<String>,
+    /// `n_total_trials`.
+    pub n_total_trials: u64,
+    /// `stats.n_completed_trials`.
+    pub n_completed_trials: Option<u64>,
+    /// `stats.n_errored_trials`.
+    pub n_errored_trials: Option<u64>,
+    /// `stats.n_retries`: Harbor retries, which must stay 0 (rule CASE-5).
+    pub n_retries: Option<u64>,
+    /// BLAKE3 of the file's bytes, hex.
+    pub result_blake3: String,
+}
+
+/// Parses a Harbor 0.25.0 job-level `result.json` (at most
+/// [`HARBOR_RESULT_BYTES_MAX`] bytes). Required: `id`, `started_at`,
+/// `n_total_trials`, `stats`; job timestamps are local times without an
+/// offset.
+pub fn parse_job_result(bytes: &[u8], path: &str) -> Result<ParsedJobResult> {
+    if bytes.len() > HARBOR_RESULT_BYTES_MAX {
+        return Err(FieldError::line(format!(
+            "file is {} bytes, longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes",
+            bytes.len()
+        ))
+        .in_document(path));
+    }
+    job(bytes).map_err(|e| e.in_document(path))
+}
+
+fn job(bytes: &[u8]) -> FieldResult<ParsedJobResult> {
+    let loaded = load_object(bytes, &[])?;
+    let o = Obj::root(&loaded.map);
+    if o.has("trial_name") {
+        return Err(FieldError::line(
+            "this is a trial result (it has trial_name), not a job result",
+        ));
+    }
+    let job_id = o.id("id")?;
+    let started_at = o.id("started_at")?;
+    check_timestamp(started_at, TimeForm::Naive).map_err(|p| FieldError::new("started_at", p))?;
+    for key in ["updated_at", "finished_at"] {
+        if let Some(t) = o.id_opt(key)? {
+            check_timestamp(t, TimeForm::Naive).map_err(|p| FieldError::new(key, p))?;
+        }
+    }
+    let n_total_trials = o.u64("n_total_trials")?;
+    let stats = o.obj("stats")?;
+    for key in ["n_running_trials", "n_pending_trials", "n_cancelled_trials"] {
+        stats.u64_opt(key)?;
+    }
+    Ok(ParsedJobResult {
+        job_id: job_id.to_string(),
+        started_at: started_at.to_string(),
+        finished_at: o.id_opt("finished_at")?.map(str::to_string),
+        n_total_trials,
+        n_completed_trials: stats.u64_opt("n_completed_trials")?,
+        n_errored_trials: stats.u64_opt("n_errored_trials")?,
+        n_retries: stats.u64_opt("n_retries")?,
+        result_blake3: blake3_hex(bytes),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Job trees
+// ---------------------------------------------------------------------------
+
+/// A file kept as evidence: its role, path, size and BLAKE3.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileArtifact {
+    /// What it is ([`ROLE_JOB_RESULT`], [`ROLE_TRIAL_RESULT`], ...).
+    pub role: &'static str,
+    /// Its path, as the walk reached it.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+}
+
+impl FileArtifact {
+    /// The payload recording this file.
+    pub fn to_event(&self, group: Option<GroupRef>) -> ArtifactRecorded {
+        ArtifactRecorded {
+            group,
+            role: self.role.to_string(),
+            path: self.path.clone(),
+            bytes: self.bytes,
+            blake3: self.blake3.clone(),
+        }
+    }
+}
+
+/// A benchledger case a trial name maps to: (task, group, case).
+pub type MappedCase = (String, String, CaseRef);
+
+/// One trial directory of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialDir {
+    /// The directory name (Harbor's trial name).
+    pub name: String,
+    /// The directory path.
+    pub path: String,
+    /// Its `result.json`; `None` means the trial is incomplete (Harbor
+    /// writes the file only when a trial ends).
+    pub result: Option<FileArtifact>,
+    /// Its `config.json` (sparse TrialConfig), if present.
+    pub config: Option<FileArtifact>,
+    /// Its `lock.json` (TrialLock), if present.
+    pub lock: Option<FileArtifact>,
+    /// The benchledger case its name maps to; `None` for names outside the
+    /// scheme, such as Harbor's default `<task>__<7 chars>` (unmapped).
+    pub case: Option<MappedCase>,
+}
+
+impl TrialDir {
+    /// True when the trial has no `result.json` yet (or never will).
+    pub fn is_incomplete(&self) -> bool {
+        self.result.is_none()
+    }
+}
+
+/// One job directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarborJob {
+    /// The directory name (Harbor's job name).
+    pub name: String,
+    /// The directory path.
+    pub path: String,
+    /// Job-level `result.json`, `lock.json` and `config.json` that exist, in
+    /// that order.
+    pub artifacts: Vec<FileArtifact>,
+    /// Trial directories, sorted by name.
+    pub trials: Vec<TrialDir>,
+}
+
+/// What [`walk_jobs`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarborTree {
+    /// The directory walked, as given.
+    pub root: String,
+    /// Job directories, sorted by name (one when the root is a job directory).
+    pub jobs: Vec<HarborJob>,
+    /// Paths of files directly in a jobs directory, which hold no evidence
+    /// and are listed rather than skipped silently.
+    pub ignored: Vec<String>,
+}
+
+impl HarborTree {
+    /// Every trial directory, in job then name order.
+    pub fn trials(&self) -> impl Iterator<Item = &TrialDir> {
+        self.jobs.iter().flat_map(|j| j.trials.iter())
+    }
+
+    /// Trial directories without `result.json`.
+    pub fn incomplete(&self) -> Vec<&TrialDir> {
+        self.trials().filter(|t| t.is_incomplete()).collect()
+    }
+
+    /// Trial directories whose names do not follow benchledger's scheme.
+    pub fn unmapped(&self) -> Vec<&TrialDir> {
+        self.trials().filter(|t| t.case.is_none()).collect()
+    }
+}
+
+/// Lists a Harbor jobs directory (holding job directories) or one job
+/// directory. A directory is one job when it directly holds `config.json`,
+/// `result.json`, `lock.json` or `job.log`; otherwise every subdirectory is a
+/// job. In a job, every subdirectory is a trial directory; its
+/// `result.json`, `config.json` and `lock.json` are hashed when present, and
+/// a trial without `result.json` is reported incomplete. Job-level
+/// `result.json`, `lock.json` and `config.json` are artifacts; other job
+/// files (`job.log`) are not evidence and are not listed.
+///
+/// Bounded: at most [`HARBOR_JOB_DIRS_MAX`] jobs and
+/// [`HARBOR_TRIAL_DIRS_MAX`] trials over the walk; a trial `result.json`
+/// larger than [`HARBOR_RESULT_BYTES_MAX`] is refused. Deterministic: every
+/// listing is sorted by name. Refused: a missing root, non-UTF-8 names,
+/// symbolic links inside the tree, a `result.json` that is not a file.
+pub fn walk_jobs(dir: &Path) -> Result<HarborTree> {
+    let root = utf8_path(dir)?;
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(Error::input(format!("{root}: not a directory"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::input(format!("{root}: no such directory")))
+        }
+        Err(e) => return Err(Error::io(format!("read {root}"), e)),
+    }
+    let mut trial_budget = HARBOR_TRIAL_DIRS_MAX;
+    let mut jobs = Vec::new();
+    let mut ignored = Vec::new();
+    if is_job_dir(dir)? {
+        jobs.push(walk_job(dir, &mut trial_budget)?);
+    } else {
+        let over = || {
+            Error::input(format!(
+                "{root}: more than {HARBOR_JOB_DIRS_MAX} job directories"
+            ))
+        };
+        for entry in sorted_entries(dir, HARBOR_JOB_DIRS_MAX, &over)? {
+            match entry.kind {
+                Kind::Dir => jobs.push(walk_job(&entry.path, &mut trial_budget)?),
+                Kind::File => ignored.push(utf8_path(&entry.path)?),
+            }
+        }
+    }
+    Ok(HarborTree {
+        root,
+        jobs,
+        ignored,
+    })
+}
+
+/// Reads and parses a listed trial's `result.json`, and checks that it is
+/// the file the walk hashed and that its `trial_name` is the directory's
+/// name.
+pub fn read_trial_result(trial: &TrialDir) -> Result<ParsedTrial> {
+    let Some(result) = &trial.result else {
+        return Err(Error::input(format!(
+            "{}: trial {} has no result.json (incomplete)",
+            trial.path,
+            echo(&trial.name)
+        )));
+    };
+    let bytes = read_bounded(Path::new(&result.path), HARBOR_RESULT_BYTES_MAX)?;
+    let parsed = parse_trial_result(&bytes, &result.path)?;
+    if parsed.result_blake3 != result.blake3 {
+        return Err(Error::input(format!(
+            "{}: changed since it was listed (blake3 {} then, {} now)",
+            result.path, result.blake3, parsed.result_blake3
+        )));
+    }
+    if parsed.trial_name != trial.name {
+        return Err(FieldError::new(
+            "trial_name",
+            format!(
+                "{} differs from its directory name {}; harbor names the directory after the trial",
+                echo(&parsed.trial_name),
+                echo(&trial.name)
+            ),
+        )
+        .in_document(&result.path));
+    }
+    Ok(parsed)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    File,
+}
+
+struct Entry {
+    name: String,
+    path: PathBuf,
+    kind: Kind,
+}
+
+fn utf8_path(p: &Path) -> Result<String> {
+    p.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| Error::input(format!("{}: path is not utf-8", p.to_string_lossy())))
+}
+
+/// The entries of `dir`, sorted by name; more than `max_dirs` directories
+/// give the error `over()`.
+fn sorted_entries(dir: &Path, max_dirs: usize, over: &dyn Fn() -> Error) -> Result<Vec<Entry>> {
+    let shown = utf8_path(dir)?;
+    let rd = fs::read_dir(dir).map_err(|e| Error::io(format!("read {shown}"), e))?;
+    let mut out = Vec::new();
+    let mut dirs = 0usize;
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io(format!("read {shown}"), e))?;
+        let path = entry.path();
+        let name = entry
+            .file_name()
+            .to_str()
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "{shown}: entry {} has a name that is not utf-8",
+                    entry.file_name().to_string_lossy()
+                ))
+            })?;
+        let ft = entry
+            .file_type()
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let kind = if ft.is_symlink() {
+            return Err(Error::input(format!(
+                "{shown}/{name}: is a symbolic link; a harbor tree is read only through real \
+                 files and directories"
+            )));
+        } else if ft.is_dir() {
+            dirs += 1;
+            if dirs > max_dirs {
+                return Err(over());
+            }
+            Kind::Dir
+        } else {
+            Kind::File
+        };
+        out.push(Entry { name, path, kind });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn is_job_dir(dir: &Path) -> Result<bool> {
+    for name in JOB_MARKER_FILES {
+        match fs::symlink_metadata(dir.join(name)) {
+            Ok(_) => return Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("read {}", dir.join(name).display()), e)),
+        }
+    }
+    Ok(false)
+}
+
+fn walk_job(dir: &Path, trial_budget: &mut usize) -> Result<HarborJob> {
+    let path = utf8_path(dir)?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path.as_str())
+        .to_string();
+    let over = || {
+        Error::input(format!(
+            "{path}: more than {HARBOR_TRIAL_DIRS_MAX} trial directories in all"
+        ))
+    };
+    let entries = sorted_entries(dir, *trial_budget, &over)?;
+    let mut artifacts = Vec::new();
+    for (file, role) in [
+        ("result.json", ROLE_JOB_RESULT),
+        ("lock.json", ROLE_JOB_LOCK),
+        ("config.json", ROLE_JOB_CONFIG),
+    ] {
+        if let Some(e) = entries.iter().find(|e| e.name == file) {
+            if e.kind != Kind::File {
+                return Err(Error::input(format!("{path}/{file}: not a regular file")));
+            }
+            artifacts.push(hash_file(&e.path, role, None)?);
+        }
+    }
+    let mut trials = Vec::new();
+    for e in entries.iter().filter(|e| e.kind == Kind::Dir) {
+        *trial_budget = trial_budget.checked_sub(1).ok_or_else(over)?;
+        trials.push(walk_trial(e)?);
+    }
+    Ok(HarborJob {
+        name,
+        path,
+        artifacts,
+        trials,
+    })
+}
+
+fn walk_trial(e: &Entry) -> Result<TrialDir> {
+    let path = utf8_path(&e.path)?;
+    let file =
+        |name: &str, role: &'static str, max: Option<usize>| -> Result<Option<FileArtifact>> {
+            let p = e.path.join(name);
+            match fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_file() => hash_file(&p, role, max).map(Some),
+                Ok(_) => Err(Error::input(format!(
+                    "{}: not a regular file",
+                    utf8_path(&p)?
+                ))),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(err) => Err(Error::io(format!("read {}", p.display()), err)),
+            }
+        };
+    Ok(TrialDir {
+        name: e.name.clone(),
+        path: path.clone(),
+        result: file(
+            "result.json",
+            ROLE_TRIAL_RESULT,
+            Some(HARBOR_RESULT_BYTES_MAX),
+        )?,
+        config: file(
+            "config.json",
+            ROLE_TRIAL_CONFIG,
+            Some(HARBOR_RESULT_BYTES_MAX),
+        )?,
+        lock: file("lock.json", ROLE_TRIAL_LOCK, Some(HARBOR_RESULT_BYTES_MAX))?,
+        case: parse_trial_name(&e.name),
+    })
+}
+
+/// Streams `path` through BLAKE3; refuses files over `max` bytes.
+fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<FileArtifact> {
+    let shown = utf8_path(path)?;
+    let mut f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; STREAM_CHUNK_BYTES];
+    let mut total: u64 = 0;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| Error::io(format!("read {shown}"), e))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if let Some(max) = max {
+            if total > max as u64 {
+                return Err(Error::input(format!(
+                    "{shown}: longer than the limit of {max} bytes"
+                )));
+            }
+        }
+        hasher.update(buf.get(..n).unwrap_or(&[]));
+    }
+    Ok(FileArtifact {
+        role,
+        path: shown,
+        bytes: total,
+        blake3: hasher.finalize().to_hex().to_string(),
+    })
+}
+
+/// Reads at most `max` bytes of `path`; a longer file is refused.
+fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {
+    let shown = utf8_path(path)?;
+    let f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
+    let mut bytes = Vec::new();
+    f.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(format!("read {shown}"), e))?;
+    if bytes.len() > max {
+        return Err(Error::input(format!(
+            "{shown}: longer than the limit of {max} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
+// ---------------------------------------------------------------------------
+// Trial names
+// ---------------------------------------------------------------------------
+
+/// The Harbor trial name benchledger gives a case:
+/// `<task>__<group>-<trial>` for the original and
+/// `<task>__<group>-<trial>-rNN` for `replacement-NN` (`-r01`), e.g.
+/// `fix-git__control-t1`, `cancel-async-tasks__canary-1-c1-r01`.
+///
+/// `task` is the Terminal-Bench task name (pass `case.task`). Only parts
+/// that [`check_trial_name_parts`] accepts give a name that
+/// [`parse_trial_name`] maps back.
+pub fn trial_name(task: &str, group: &str, case: &CaseRef) -> String {
+    let mut name = format!("{task}__{group}-{}", case.trial);
+    if case.replacement > 0 {
+        name.push_str(&format!("-r{:02}", case.replacement));
+    }
+    name
+}
+
+/// Checks the parts of a trial name: `task` equals `case.task` and is 1 to
+/// [`TRIAL_NAME_TASK_BYTES_MAX`] bytes of `[a-z0-9]` runs joined by single
+/// `-`, `_` or `.`; `group` is 1 to [`TRIAL_NAME_GROUP_BYTES_MAX`] bytes of
+/// `[a-z0-9]` runs joined by single `-`; the trial identity is 1 to
+/// [`TRIAL_NAME_TRIAL_BYTES_MAX`] bytes of `[a-z0-9]` and not of the form
+/// `r` + two digits (the replacement suffix); the replacement is at most
+/// [`TRIAL_NAME_REPLACEMENT_MAX`].
+pub fn check_trial_name_parts(task: &str, group: &str, case: &CaseRef) -> Result<()> {
+    if task != case.task {
+        return Err(Error::input(format!(
+            "trial name: task {} differs from the case's task {}",
+            echo(task),
+            echo(&case.task)
+        )));
+    }
+    if !valid_task(task) {
+        return Err(Error::input(format!(
+            "trial name: task {} is not 1 to {TRIAL_NAME_TASK_BYTES_MAX} bytes of [a-z0-9] runs \
+             joined by single -, _ or .",
+            echo(task)
+        )));
+    }
+    if !valid_group(group) {
+        return Err(Error::input(format!(
+            "trial name: group {} is not 1 to {TRIAL_NAME_GROUP_BYTES_MAX} bytes of [a-z0-9] runs \
+             joined by single -",
+            echo(group)
+        )));
+    }
+    if !valid_trial(&case.trial) {
+        return Err(Error::input(format!(
+            "trial name: trial identity {} is not 1 to {TRIAL_NAME_TRIAL_BYTES_MAX} bytes of \
+             [a-z0-9], or looks like a replacement suffix rNN",
+            echo(&case.trial)
+        )));
+    }
+    if case.replacement > TRIAL_NAME_REPLACEMENT_MAX {
+        return Err(Error::input(format!(
+            "trial name: replacement {} is above {TRIAL_NAME_REPLACEMENT_MAX}",
+            case.replacement
+        )));
+    }
+    Ok(())
+}
+
+/// The case a trial name denotes under benchledger's scheme (see
+/// [`trial_name`]): `(task, group, case)`. `None` for any other name,
+/// including Harbor's default `<task>__<7-char shortuuid>` names, which do
+/// not map to a case. For every name it accepts,
+/// `trial_name(task, group, case)` gives the name back exactly.
+pub fn parse_trial_name(name: &str) -> Option<MappedCase> {
+    let (task, rest) = name.split_once("__")?;
+    if !valid_task(task) {
+        return None;
+    }
+    let (rest, replacement) = match rest.rsplit_once('-') {
+        Some((head, last)) => match replacement_suffix(last) {
+            Some(r) => (head, r),
+            None => (rest, 0),
+        },
+        None => (rest, 0),
+    };
+    let (group, trial) = rest.rsplit_once('-')?;
+    if !valid_group(group) || !valid_trial(trial) {
+        return None;
+    }
+    Some((
+        task.to_string(),
+        group.to_string(),
+        CaseRef {
+            task: task.to_string(),
+            trial: trial.to_string(),
+            replacement,
+        },
+    ))
+}
+
+/// `rNN` with NN in 01..=99.
+fn replacement_suffix(s: &str) -> Option<u8> {
+    let digits = s.strip_prefix('r')?;
+    if digits.len() != 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u8>().ok().filter(|n| *n >= 1)
+}
+
+fn lower_alnum(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
+}
+
+/// Runs of `[a-z0-9]` joined by single separators from `seps`.
+fn runs_joined(s: &str, seps: &[u8], max: usize) -> bool {
+    if s.is_empty() || s.len() > max {
+        return false;
+    }
+    let mut prev_sep = true;
+    for b in s.bytes() {
+        if lower_alnum(b) {
+            prev_sep = false;
+        } else if seps.contains(&b) && !prev_sep {
+            prev_sep = true;
+        } else {
+            return false;
+        }
+    }
+    !prev_sep
+}
+
+fn valid_task(s: &str) -> bool {
+    runs_joined(s, b"-_.", TRIAL_NAME_TASK_BYTES_MAX)
+}
+
+fn valid_group(s: &str) -> bool {
+    runs_joined(s, b"-", TRIAL_NAME_GROUP_BYTES_MAX)
+}
+
+fn valid_trial(s: &str) -> bool {
+    let looks_like_suffix =
+        s.len() == 3 && s.starts_with('r') && s.bytes().skip(1).all(|b| b.is_ascii_digit());
+    runs_joined(s, b"", TRIAL_NAME_TRIAL_BYTES_MAX) && !looks_like_suffix
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+
+    const SHARED: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0"
+    );
+
+    fn read(rel: &str) -> Vec<u8> {
+        let path = format!("{SHARED}/{rel}");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn parse(rel: &str) -> ParsedTrial {
+        parse_trial_result(&read(rel), rel).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn pass() -> Value {
+        serde_json::from_slice(&read("trial-result.pass.json")).unwrap()
+    }
+
+    /// The refusal of `value` as `r.json`.
+    fn refusal(value: &Value) -> String {
+        let bytes = serde_json::to_vec_pretty(value).unwrap();
+        let err = parse_trial_result(&bytes, "r.json").unwrap_err();
+        assert_eq!(err.class(), crate::error::ExitClass::BadInput, "{err}");
+        err.to_string()
+    }
+
+    fn edited(base: &Value, edit: impl FnOnce(&mut Map<String, Value>)) -> Value {
+        let mut v = base.clone();
+        if let Value::Object(m) = &mut v {
+            edit(m);
+        }
+        v
+    }
+
+    fn obj<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+        m.get_mut(key).and_then(Value::as_object_mut).unwrap()
+    }
+
+    fn at(field: &str, problem: &str) -> String {
+        format!("r.json: field {field}: {problem}")
+    }
+
+    fn case(task: &str, trial: &str, replacement: u8) -> CaseRef {
+        CaseRef {
+            task: task.into(),
+            trial: trial.into(),
+            replacement,
+        }
+    }
+
+    // ---- the shared fixtures ----
+
+    #[test]
+    fn trial_results_of_harbor_parse() {
+        // rule CASE-3 inputs: verifier ran, reward, exception
+        let p = parse("trial-result.pass.json");
+        assert_eq!(p.trial_name, "fix-git__Xk3pQ9a");
+        assert_eq!(p.attempt_id, "0b6f1a52-4c1e-4f0e-9d7b-2a8c5e3f9b11");
+        assert_eq!(p.task_name, "fix-git");
+        assert_eq!(
+            p.task_id.git_url.as_deref(),
+            Some("https://github.com/laude-institute/terminal-bench-2.git")
+        );
+        assert_eq!(
+            p.task_id.git_commit_id.as_deref(),
+            Some("69671fbaac6d67a7ef0dfec016cc38a64ef7a77c")
+        );
+        assert_eq!(p.task_id.path.as_deref(), Some("fix-git"));
+        assert_eq!(
+            (
+                p.task_id.org.as_ref(),
+                p.task_id.name.as_ref(),
+                p.task_id.git_ref.as_ref()
+            ),
+            (None, None, None)
+        );
+        assert_eq!(p.source.as_deref(), Some("terminal-bench"));
+        assert_eq!(p.agent, "terminus-2@2.0.0");
+        assert_eq!(p.model.as_deref(), Some("qwen3-coder-30b"));
+        assert_eq!(p.model_provider.as_deref(), Some("openai"));
+        assert!(p.verifier_ran);
+        assert_eq!(
+            p.rewards,
+            Some(BTreeMap::from([("reward".to_string(), "1.0".to_string())]))
+        );
+        assert_eq!(
+            (
+                p.exception_type.as_ref(),
+                p.exception_message_blake3.as_ref()
+            ),
+            (None, None)
+        );
+        assert_eq!(p.started_at.as_deref(), Some("2026-03-01T12:00:05Z"));
+        assert_eq!(p.finished_at.as_deref(), Some("2026-03-01T12:05:05Z"));
+        assert_eq!(
+            (p.n_input_tokens, p.n_cache_tokens, p.n_output_tokens),
+            (Some(48213), Some(30112), Some(3921))
+        );
+        assert_eq!(p.result_blake3, blake3_hex(&read("trial-result.pass.json")));
+        assert_eq!(p.result_path, "trial-result.pass.json");
+
+        let fail = parse("trial-result.fail.json");
+        assert_eq!(
+            fail.rewards,
+            Some(BTreeMap::from([("reward".to_string(), "0.0".to_string())]))
+        );
+
+        // AgentTimeoutError still runs the verifier: exception and reward together
+        let timeout = parse("trial-result.agent-timeout-with-reward.json");
+        assert!(timeout.verifier_ran);
+        assert_eq!(timeout.exception_type.as_deref(), Some("AgentTimeoutError"));
+        assert_eq!(
+            timeout.exception_message_blake3.as_deref(),
+            Some(blake3_hex(b"Agent execution timed out after 1800.0 seconds").as_str())
+        );
+        assert_eq!(
+            timeout.rewards.as_ref().map(|r| r["reward"].as_str()),
+            Some("0.0")
+        );
+
+        // any other exception: no verifier
+        let crashed = parse("trial-result.exception-no-verifier.json");
+        assert!(!crashed.verifier_ran);
+        assert_eq!(crashed.rewards, None);
+        assert_eq!(
+            crashed.exception_type.as_deref(),
+            Some("APIConnectionError")
+        );
+
+        // configs differ only by task: their canonical hashes differ; equal configs hash alike
+        assert_ne!(p.config_blake3, fail.config_blake3);
+        let tree = parse("jobs-tree/2026-03-01__12-00-00/fix-git__Xk3pQ9a/result.json");
+        assert_eq!(tree.config_blake3, p.config_blake3);
+        let config = serde_json::to_string(&pass()["config"]).unwrap();
+        assert_eq!(
+            p.config_blake3,
+            blake3_hex(canonical_json(&config).unwrap().as_bytes())
+        );
+
+        // and the payload binds group and case
+        let group = GroupRef {
+            lineage: "l".into(),
+            group: "control".into(),
+        };
+        let event = p
+            .clone()
+            .into_event(group.clone(), case("fix-git", "t1", 0));
+        assert_eq!(event.group, group);
+        assert_eq!(event.rewards, p.rewards);
+        assert_eq!(event.config_blake3, p.config_blake3);
+        crate::log::guard::check_event(&crate::schema::events::Event::TrialResultRecorded(event))
+            .unwrap();
+    }
+
+    #[test]
+    fn job_results_and_trial_results_embedded_in_them_parse() {
+        let job = parse_job_result(&read("job-result.json"), "job-result.json").unwrap();
+        assert_eq!(job.job_id, "3f1c2b9e-8d4a-4e57-9a41-0c6f2d7b5e10");
+        assert_eq!(
+            (
+                job.n_total_trials,
+                job.n_completed_trials,
+                job.n_errored_trials
+            ),
+            (3, Some(3), Some(1))
+        );
+        assert_eq!(job.n_retries, Some(1)); // CASE-5 wants 0: a verdict will see this
+        assert_eq!(job.finished_at.as_deref(), Some("2026-03-01T12:05:30"));
+        let bytes = read("job-result.in-memory-with-trials.json");
+        parse_job_result(&bytes, "in-memory").unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        let trials = v["trial_results"].as_array().unwrap();
+        assert_eq!(trials.len(), 3);
+        for t in trials {
+            let text = serde_json::to_vec(t).unwrap();
+            let p = parse_trial_result(&text, "embedded").unwrap();
+            assert_eq!(p.verifier_ran, !t["verifier_result"].is_null());
+        }
+        // a trial result is not a job result
+        assert_eq!(
+            parse_job_result(&read("trial-result.pass.json"), "t.json")
+                .unwrap_err()
+                .to_string(),
+            "t.json: field (line): this is a trial result (it has trial_name), not a job result"
+        );
+    }
+
+    #[test]
+    fn every_shared_harbor_fixture_is_accounted_for() {
+        let root = Path::new(SHARED);
+        let mut files = Vec::new();
+        fn under(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    under(&path, out);
+                } else {
+                    out.push(path);
+                }
+            }
+        }
+        under(root, &mut files);
+        let mut seen: BTreeSet<String> = files
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
+        let mut check = |rel: &str| assert!(seen.remove(rel), "no fixture {rel}");
+
+        for rel in [
+            "trial-result.pass.json",
+            "trial-result.fail.json",
+            "trial-result.agent-timeout-with-reward.json",
+            "trial-result.exception-no-verifier.json",
+        ] {
+            check(rel);
+            parse(rel);
+        }
+        for rel in ["job-result.json", "job-result.in-memory-with-trials.json"] {
+            check(rel);
+            parse_job_result(&read(rel), rel).unwrap();
+        }
+        // configs: hashed canonically; not trial results
+        for rel in [
+            "trial-config.terminus2.json",
+            "trial-config.terminus2.full.json",
+            "job-config.json",
+            "job-config.full.json",
+        ] {
+            check(rel);
+            let text = String::from_utf8(read(rel)).unwrap();
+            let canon = canonical_json(&text).unwrap();
+            assert!(!canon.contains('\n'));
+            assert!(parse_trial_result(&read(rel), rel)
+                .unwrap_err()
+                .to_string()
+                .contains("not a harbor 0.25.0 trial result dump"));
+        }
+        // the model's required fields equal ours
+        check("required-fields.json");
+        let req: Value = serde_json::from_slice(&read("required-fields.json")).unwrap();
+        let ours: Vec<Value> = TRIAL_RESULT_REQUIRED.iter().map(|s| json!(s)).collect();
+        assert_eq!(req["TrialResult"], Value::Array(ours.clone()));
+        check("json-schemas.json");
+        let schemas: Value = serde_json::from_slice(&read("json-schemas.json")).unwrap();
+        assert_eq!(schemas["TrialResult"]["required"], Value::Array(ours));
+        let defs = &schemas["TrialResult"]["$defs"];
+        assert_eq!(defs["GitTaskId"]["required"], json!(["git_url", "path"]));
+        assert_eq!(defs["PackageTaskId"]["required"], json!(["org", "name"]));
+        assert_eq!(defs["LocalTaskId"]["required"], json!(["path"]));
+        assert_eq!(
+            defs["ExceptionInfo"]["required"],
+            json!([
+                "exception_type",
+                "exception_message",
+                "exception_traceback",
+                "occurred_at"
+            ])
+        );
+
+        // the job tree
+        let job = "jobs-tree/2026-03-01__12-00-00";
+        for rel in [
+            "config.json",
+            "result.json",
+            "job.log",
+            "fix-git__Xk3pQ9a/result.json",
+            "fix-git__Xk3pQ9a/config.json",
+            "fix-git__Xk3pQ9a/trial.log",
+            "fix-git__Xk3pQ9a/verifier/reward.txt",
+            "regex-log__M2vR8sT/result.json",
+            "regex-log__M2vR8sT/config.json",
+            "regex-log__M2vR8sT/trial.log",
+            "regex-log__M2vR8sT/verifier/reward.txt",
+            "cancel-async-tasks__Jq7wL4e/result.json",
+            "cancel-async-tasks__Jq7wL4e/config.json",
+            "cancel-async-tasks__Jq7wL4e/trial.log",
+            "cancel-async-tasks__Jq7wL4e/exception.txt",
+        ] {
+            check(&format!("{job}/{rel}"));
+        }
+        let tree = walk_jobs(&root.join("jobs-tree")).unwrap();
+        assert_eq!(tree.jobs.len(), 1);
+        let j = &tree.jobs[0];
+        assert_eq!(j.name, "2026-03-01__12-00-00");
+        assert_eq!(
+            j.artifacts.iter().map(|a| a.role).collect::<Vec<_>>(),
+            [ROLE_JOB_RESULT, ROLE_JOB_CONFIG]
+        );
+        let result = &j.artifacts[0];
+        assert_eq!(
+            result.bytes,
+            read(&format!("{job}/result.json")).len() as u64
+        );
+        assert_eq!(
+            result.blake3,
+            blake3_hex(&read(&format!("{job}/result.json")))
+        );
+        parse_job_result(&read(&format!("{job}/result.json")), "r").unwrap();
+        assert_eq!(
+            j.trials.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            [
+                "cancel-async-tasks__Jq7wL4e",
+                "fix-git__Xk3pQ9a",
+                "regex-log__M2vR8sT"
+            ]
+        );
+        assert!(tree.incomplete().is_empty());
+        // Harbor's default names do not map to ledger cases
+        assert_eq!(tree.unmapped().len(), 3);
+        for t in &j.trials {
+            let parsed = read_trial_result(t).unwrap();
+            assert_eq!(parsed.trial_name, t.name);
+            assert!(t.config.is_some() && t.lock.is_none());
+        }
+        let same = walk_jobs(&root.join(job)).unwrap();
+        assert_eq!(same.jobs, tree.jobs);
+        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
+    }
+
+    // ---- malformed results ----
+
+    #[test]
+    fn trial_result_refusals_name_the_field() {
+        let p = pass();
+        let cases: Vec<(Value, String)> = vec![
+            (edited(&p, |m| { m.remove("task_id"); }), at("task_id", "missing")),
+            (edited(&p, |m| { m.insert("task_checksum".into(), Value::Null); }), at("task_checksum", "is null")),
+            (edited(&p, |m| { m.remove("id"); }), at("id", "missing")),
+            (edited(&p, |m| { m.insert("id".into(), json!("job-1")); }), at("id", "expected a lowercase uuid, found \"job-1\"")),
+            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!("1")); }),
+             at("verifier_result.rewards.reward", "expected a json number, found a string \"1\"")),
+            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!(true)); }),
+             at("verifier_result.rewards.reward", "expected a json number, found a boolean true")),
+            (edited(&p, |m| { obj(m, "verifier_result").insert("rewards".into(), json!([1])); }),
+             at("verifier_result.rewards", "expected an object, found an array [1]")),
+            (edited(&p, |m| { obj(m, "task_id").insert("org".into(), json!("laude")); }),
+             at("task_id", "mixes the git shape (git_url) with the package shape (org, name)")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"org": "laude", "name": "fix-git", "path": "x"})); }),
+             at("task_id", "mixes the package shape (org, name) with a path")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"ref": "main"})); }),
+             at("task_id", "matches none of harbor's shapes: git {git_url, git_commit_id?, path}, package {org, name, ref?}, local {path}")),
+            (edited(&p, |m| { m.insert("task_id".into(), json!({"org": "laude"})); }), at("task_id.name", "missing")),
+            (edited(&p, |m| { obj(m, "task_id").remove("path"); }), at("task_id.path", "missing")),
+            (edited(&p, |m| { m.insert("task_checksum".into(), json!("task-pass")); }),
+             at("task_checksum", "expected 64 lowercase hex digits (a sha256 dirhash), found \"task-pass\"")),
+            (edited(&p, |m| { m.insert("config".into(), json!("{}")); }), at("config", "expected an object, found a string \"{}\"")),
+            (edited(&p, |m| { obj(m, "agent_info").remove("version"); }), at("agent_info.version", "missing")),
+            (edited(&p, |m| { obj(m, "agent_info").insert("name".into(), json!("a@b")); }),
+             at("agent_info.name", "\"a@b\" contains @, which joins agent name and version in the ledger")),
+            (edited(&p, |m| { obj(obj(m, "agent_info"), "model_info").remove("name"); }), at("agent_info.model_info.name", "missing")),
+            (edited(&p, |m| { m.insert("exception_info".into(), json!({"exception_type": "RuntimeError", "exception_message": "boom"})); }),
+             at("exception_info.exception_traceback", "missing")),
+            (edited(&p, |m| { m.insert("started_at".into(), json!("2026-03-01T12:00:05+00:00")); }),
+             at("started_at", "expected a utc timestamp YYYY-MM-DDTHH:MM:SS[.f]Z, found \"2026-03-01T12:00:05+00:00\"")),
+            (edited(&p, |m| { obj(m, "agent_result").insert("n_input_tokens".into(), json!(-1)); }),
+             at("agent_result.n_input_tokens", "negative number -1; expected a non-negative integer")),
+            (edited(&p, |m| { obj(m, "agent_result").insert("n_output_tokens".into(), json!(3921.0)); }),
+             at("agent_result.n_output_tokens", "expected a non-negative integer, found the non-integer number 3921.0")),
+        ];
+        for (value, expected) in &cases {
+            assert_eq!(&refusal(value), expected);
+        }
+        // long exception texts are hashed, not copied: no field limit applies
+        let long = edited(&p, |m| {
+            m.insert(
+                "exception_info".into(),
+                json!({"exception_type": "RuntimeError", "exception_message": "m".repeat(100_000),
+                "exception_traceback": "t".repeat(100_000), "occurred_at": "2026-03-01T12:01:44Z"}),
+            );
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&long).unwrap(), "r").unwrap();
+        assert_eq!(
+            t.exception_message_blake3,
+            Some(blake3_hex("m".repeat(100_000).as_bytes()))
+        );
+        assert_eq!(
+            refusal(&edited(&p, |m| {
+                m.insert("exception_info".into(), json!({"exception_type": "E", "exception_message": 5, "exception_traceback": "", "occurred_at": "2026-03-01T12:01:44Z"}));
+            })),
+            at(
+                "exception_info.exception_message",
+                "expected a string, found a number 5"
+            )
+        );
+        // the partial results BitRouter's old harbor-outcomes read
+        let partial = json!({"task_name": "terminal-bench/regex-log", "trial_name": "regex-log__abc123", "verifier_result": {"rewards": {"reward": 1.0}}});
+        assert_eq!(
+            refusal(&partial),
+            at("trial_uri", "missing; not a harbor 0.25.0 trial result dump, which always has task_name, trial_name, trial_uri, task_id, task_checksum, config, agent_info: 5 of them are missing (trial_uri, task_id, task_checksum, config, agent_info), as in the partial results bitrouter's old harbor-outcomes read")
+        );
+        // truncated, not utf-8, duplicate keys
+        let bytes = read("trial-result.pass.json");
+        let err = parse_trial_result(&bytes[..bytes.len() - 3], "r.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("r.json: field (line): truncated json: the text ends inside a value"),
+            "{err}"
+        );
+        let mut bad = bytes.clone();
+        bad[20] = 0xfe;
+        assert_eq!(
+            parse_trial_result(&bad, "r.json").unwrap_err().to_string(),
+            "r.json: field (line): not utf-8: invalid byte at offset 20"
+        );
+        let dup = String::from_utf8(bytes).unwrap().replacen(
+            "\"reward\": 1.0",
+            "\"reward\": 1.0, \"reward\": 0.0",
+            1,
+        );
+        assert_eq!(
+            parse_trial_result(dup.as_bytes(), "r.json")
+                .unwrap_err()
+                .to_string(),
+            at(
+                "verifier_result.rewards.reward",
+                "duplicate key; a json object must not repeat a key"
+            )
+        );
+    }
+
+    #[test]
+    fn task_id_shapes_and_reward_literals() {
+        let p = pass();
+        let package = edited(&p, |m| {
+            m.insert(
+                "task_id".into(),
+                json!({"org": "laude-institute", "name": "fix-git", "ref": "v2"}),
+            );
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&package).unwrap(), "r")
+            .unwrap()
+            .task_id;
+        assert_eq!(
+            (
+                t.org.as_deref(),
+                t.name.as_deref(),
+                t.git_ref.as_deref(),
+                t.path.as_deref()
+            ),
+            (Some("laude-institute"), Some("fix-git"), Some("v2"), None)
+        );
+        let local = edited(&p, |m| {
+            m.insert("task_id".into(), json!({"path": "tasks/fix-git"}));
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&local).unwrap(), "r")
+            .unwrap()
+            .task_id;
+        assert_eq!(
+            (t.path.as_deref(), t.git_url.as_ref(), t.org.as_ref()),
+            (Some("tasks/fix-git"), None, None)
+        );
+        // reward.json keeps ints as ints; rewards keep the literal written
+        let text = String::from_utf8(read("trial-result.pass.json")).unwrap();
+        for literal in ["1", "1.0", "0.50", "2e0"] {
+            let edited = text.replacen(
+                "\"reward\": 1.0",
+                &format!("\"reward\": {literal}, \"tests_passed\": 7"),
+                1,
+            );
+            let r = parse_trial_result(edited.as_bytes(), "r")
+                .unwrap()
+                .rewards
+                .unwrap();
+            assert_eq!(r["reward"], literal);
+            assert_eq!(r["tests_passed"], "7");
+        }
+        // a verifier that ran but wrote no rewards
+        let none = edited(&p, |m| {
+            m.insert("verifier_result".into(), json!({"rewards": null}));
+        });
+        let t = parse_trial_result(&serde_json::to_vec(&none).unwrap(), "r").unwrap();
+        assert!(t.verifier_ran && t.rewards.is_none());
+    }
+
+    #[test]
+    fn result_bytes_at_the_bound_and_one_past() {
+        // HARBOR_RESULT_BYTES_MAX (a valid result padded with trailing blanks)
+        let mut bytes = read("trial-result.pass.json");
+        bytes.resize(HARBOR_RESULT_BYTES_MAX, b' ');
+        assert!(parse_trial_result(&bytes, "r.json").is_ok());
+        assert!(parse_job_result(
+            &{
+                let mut j = read("job-result.json");
+                j.resize(HARBOR_RESULT_BYTES_MAX, b' ');
+                j
+            },
+            "j"
+        )
+        .is_ok());
+        bytes.push(b' ');
+        assert_eq!(
+            parse_trial_result(&bytes, "r.json").unwrap_err().to_string(),
+            format!("r.json: field (line): file is {} bytes, longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes", HARBOR_RESULT_BYTES_MAX + 1)
+        );
+        // and through a walk: a trial result.json one byte past the bound is refused
+        let tmp = tempfile::tempdir().unwrap();
+        let trial = tmp.path().join("job/t__control-t1");
+        std::fs::create_dir_all(&trial).unwrap();
+        std::fs::write(tmp.path().join("job/config.json"), "{}").unwrap();
+        std::fs::write(trial.join("result.json"), &bytes).unwrap();
+        let err = walk_jobs(&tmp.path().join("job")).unwrap_err().to_string();
+        assert!(err.ends_with(&format!("t__control-t1/result.json: longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes")), "{err}");
+        bytes.pop();
+        std::fs::write(trial.join("result.json"), &bytes).unwrap();
+        assert_eq!(
+            walk_jobs(&tmp.path().join("job")).unwrap().jobs[0].trials[0]
+                .result
+                .as_ref()
+                .unwrap()
+                .bytes,
+            HARBOR_RESULT_BYTES_MAX as u64
+        );
+    }
+
+    // ---- walks ----
+
+    #[test]
+    fn incomplete_trials_are_reported_never_invented() {
+        // rule CASE-4: a missing result never means "not started"
+        let tmp = tempfile::tempdir().unwrap();
+        let job = tmp.path().join("jobs/2026-08-20__14-00-00");
+        for t in [
+            "fix-git__r1-t1",
+            "regex-log__r1-t1-r01",
+            "regex-log__Ab3dE9x",
+        ] {
+            std::fs::create_dir_all(job.join(t)).unwrap();
+        }
+        std::fs::write(job.join("config.json"), "{}").unwrap();
+        std::fs::write(job.join("lock.json"), "{\"schema_version\":3}").unwrap();
+        std::fs::write(job.join("job.log"), "").unwrap();
+        std::fs::write(
+            job.join("fix-git__r1-t1/result.json"),
+            read("trial-result.pass.json"),
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("jobs/.DS_Store"), "").unwrap();
+        let tree = walk_jobs(&tmp.path().join("jobs")).unwrap();
+        assert_eq!(tree.ignored.len(), 1);
+        assert!(tree.ignored[0].ends_with("jobs/.DS_Store"));
+        let j = &tree.jobs[0];
+        assert_eq!(
+            j.artifacts.iter().map(|a| a.role).collect::<Vec<_>>(),
+            [ROLE_JOB_LOCK, ROLE_JOB_CONFIG]
+        );
+        assert_eq!(j.trials.len(), 3);
+        let incomplete: Vec<&str> = tree.incomplete().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(incomplete, ["regex-log__Ab3dE9x", "regex-log__r1-t1-r01"]);
+        let unmapped: Vec<&str> = tree.unmapped().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(unmapped, ["regex-log__Ab3dE9x"]);
+        assert_eq!(
+            j.trials[2].case,
+            Some(("regex-log".into(), "r1".into(), case("regex-log", "t1", 1)))
+        );
+        // reading an incomplete trial is refused; a trial whose result names another trial too
+        let err = read_trial_result(&j.trials[1]).unwrap_err().to_string();
+        assert!(
+            err.ends_with("trial \"regex-log__Ab3dE9x\" has no result.json (incomplete)"),
+            "{err}"
+        );
+        let err = read_trial_result(&j.trials[0]).unwrap_err().to_string();
+        assert!(err.ends_with("result.json: field trial_name: \"fix-git__Xk3pQ9a\" differs from its directory name \"fix-git__r1-t1\"; harbor names the directory after the trial"), "{err}");
+        // a file changed after the walk is refused
+        std::fs::write(
+            job.join("fix-git__r1-t1/result.json"),
+            read("trial-result.fail.json"),
+        )
+        .unwrap();
+        let err = read_trial_result(&j.trials[0]).unwrap_err().to_string();
+        assert!(err.contains("changed since it was listed"), "{err}");
+        // artifacts become payloads
+        let a = j.artifacts[0].to_event(None);
+        assert_eq!((a.role.as_str(), a.bytes), (ROLE_JOB_LOCK, 20));
+        assert_eq!(a.blake3, blake3_hex(b"{\"schema_version\":3}"));
+    }
+
+    #[test]
+    fn walk_refusals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope");
+        assert_eq!(
+            walk_jobs(&missing).unwrap_err().to_string(),
+            format!("{}: no such directory", missing.display())
+        );
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(
+            walk_jobs(&file).unwrap_err().to_string(),
+            format!("{}: not a directory", file.display())
+        );
+        let job = tmp.path().join("job");
+        std::fs::create_dir_all(job.join("t__g-t1/result.json")).unwrap();
+        std::fs::write(job.join("config.json"), "{}").unwrap();
+        let err = walk_jobs(&job).unwrap_err().to_string();
+        assert!(
+            err.ends_with("t__g-t1/result.json: not a regular file"),
+            "{err}"
+        );
+        std::fs::remove_dir(job.join("t__g-t1/result.json")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&file, job.join("link")).unwrap();
+            let err = walk_jobs(&job).unwrap_err().to_string();
+            assert!(err.ends_with("/link: is a symbolic link; a harbor tree is read only through real files and directories"), "{err}");
+        }
+    }
+
+    #[test]
+    fn trial_dirs_at_the_bound_and_one_past() {
+        // HARBOR_TRIAL_DIRS_MAX, over all jobs of a walk
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        let half = HARBOR_TRIAL_DIRS_MAX / 2;
+        for (job, n) in [("a", half), ("b", HARBOR_TRIAL_DIRS_MAX - half)] {
+            for i in 0..n {
+                std::fs::create_dir_all(jobs.join(job).join(format!("t{i}"))).unwrap();
+            }
+        }
+        let tree = walk_jobs(&jobs).unwrap();
+        assert_eq!(tree.trials().count(), HARBOR_TRIAL_DIRS_MAX);
+        assert_eq!(tree.incomplete().len(), HARBOR_TRIAL_DIRS_MAX);
+        std::fs::create_dir(jobs.join("b").join("one-more")).unwrap();
+        let err = walk_jobs(&jobs).unwrap_err().to_string();
+        assert!(
+            err.ends_with(&format!(
+                "b: more than {HARBOR_TRIAL_DIRS_MAX} trial directories in all"
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn job_dirs_at_the_bound_and_one_past() {
+        let tmp = tempfile::tempdir().unwrap();
+        let jobs = tmp.path().join("jobs");
+        for i in 0..HARBOR_JOB_DIRS_MAX {
+            std::fs::create_dir_all(jobs.join(format!("j{i:04}"))).unwrap();
+        }
+        let tree = walk_jobs(&jobs).unwrap();
+        assert_eq!(tree.jobs.len(), HARBOR_JOB_DIRS_MAX);
+        assert_eq!(tree.jobs[0].name, "j0000"); // sorted
+        std::fs::create_dir(jobs.join("zz")).unwrap();
+        assert_eq!(
+            walk_jobs(&jobs).unwrap_err().to_string(),
+            format!(
+                "{}: more than {HARBOR_JOB_DIRS_MAX} job directories",
+                jobs.display()
+            )
+        );
+    }
+
+    // ---- trial names ----
+
+    #[test]
+    fn trial_names_of_the_scheme() {
+        let c = case("fix-git", "t1", 0);
+        assert_eq!(trial_name("fix-git", "control", &c), "fix-git__control-t1");
+        let r = case("cancel-async-tasks", "c1", 1);
+        assert_eq!(
+            trial_name("cancel-async-tasks", "canary-1", &r),
+            "cancel-async-tasks__canary-1-c1-r01"
+        );
+        assert_eq!(
+            parse_trial_name("cancel-async-tasks__canary-1-c1-r01"),
+            Some(("cancel-async-tasks".into(), "canary-1".into(), r))
+        );
+        assert_eq!(
+            parse_trial_name("fix-git__r1-t5"),
+            Some(("fix-git".into(), "r1".into(), case("fix-git", "t5", 0)))
+        );
+        assert_eq!(
+            parse_trial_name("fix-git__r01-t1-r01"),
+            Some(("fix-git".into(), "r01".into(), case("fix-git", "t1", 1)))
+        );
+        // a trial identity `r1` is not a suffix (suffixes are r + two digits)
+        assert_eq!(
+            parse_trial_name("fix-git__r1-t1-r1"),
+            Some(("fix-git".into(), "r1-t1".into(), case("fix-git", "r1", 0)))
+        );
+        // outside the scheme: harbor defaults and near misses
+        for name in [
+            "fix-git__Xk3pQ9a",
+            "fix-git__abc1234",
+            "fix-git",
+            "fix-git__",
+            "__r1-t1",
+            "fix-git__r1-",
+            "fix-git__-t1",
+            "fix-git__r1-t1-r00",
+            "fix-git__r1-r01",
+            "fix-git__r1-T1",
+            "Fix-git__r1-t1",
+            "fix--git__r1-t1",
+            "fix-git___r1-t1",
+            "fix-git__r1--t1",
+            "fix-git__r1-t1-r01-r01",
+        ] {
+            assert_eq!(parse_trial_name(name), None, "{name}");
+        }
+        assert!(check_trial_name_parts("fix-git", "control", &c).is_ok());
+        let refuse = |task: &str, group: &str, c: &CaseRef| {
+            check_trial_name_parts(task, group, c)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refuse("regex-log", "control", &c),
+            "trial name: task \"regex-log\" differs from the case's task \"fix-git\""
+        );
+        assert!(
+            refuse("fix-git", "Control", &c).starts_with("trial name: group \"Control\" is not")
+        );
+        assert!(refuse("fix-git", "control", &case("fix-git", "r01", 0))
+            .starts_with("trial name: trial identity \"r01\""));
+        assert_eq!(
+            refuse("fix-git", "control", &case("fix-git", "t1", 100)),
+            "trial name: replacement 100 is above 99"
+        );
+        assert!(refuse("fix__git", "control", &case("fix__git", "t1", 0))
+            .starts_with("trial name: task \"fix__git\" is not"));
+    }
+
+    fn task_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,8}([-_.][a-z0-9]{1,8}){0,3}"
+    }
+
+    fn group_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,2}"
+    }
+
+    fn trial_strategy() -> impl Strategy<Value = String> {
+        "[a-z0-9]{1,5}".prop_filter("not a replacement suffix", |t| {
+            !(t.len() == 3 && t.starts_with('r') && t[1..].bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn trial_names_invert(task in task_strategy(), group in group_strategy(), trial in trial_strategy(), replacement in 0u8..=99) {
+            let c = CaseRef { task: task.clone(), trial, replacement };
+            prop_assert!(check_trial_name_parts(&task, &group, &c).is_ok());
+            let name = trial_name(&task, &group, &c);
+            prop_assert_eq!(parse_trial_name(&name), Some((task.clone(), group.clone(), c)));
+        }
+
+        #[test]
+        fn accepted_names_render_back_exactly(name in "[a-z0-9_.r-]{0,10}__[a-z0-9r-]{0,14}") {
+            if let Some((task, group, c)) = parse_trial_name(&name) {
+                prop_assert!(check_trial_name_parts(&task, &group, &c).is_ok());
+                prop_assert_eq!(trial_name(&task, &group, &c), name);
+            }
+        }
+
+        #[test]
+        fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = parse_trial_result(&bytes, "p");
+            let _ = parse_job_result(&bytes, "p");
+            let _ = parse_trial_name(&String::from_utf8_lossy(&bytes));
+            let _ = canonical_json(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn parsers_never_panic_on_edited_results(cut in 0usize..5078, byte in any::<u8>()) {
+            let mut bytes = read("trial-result.pass.json");
+            if let Some(b) = bytes.get_mut(cut) {
+                *b = byte;
+            }
+            let _ = parse_trial_result(&bytes, "p");
+            let _ = parse_trial_result(bytes.get(..cut).unwrap_or(&[]), "p");
+        }
+    }
+}

@@ -1,0 +1,1629 @@
+//! Gate observations that need no AWS: the daemon's health (GATE-3), one
+//! provider sentinel per exact route target (GATE-3, PLANE-2), the BitRouter
+//! binary's SHA-256 and ELF architecture (GATE-4), and a config validated by
+//! the pinned software's own command (GATE-7). The residue observation's
+//! pure half lives here too; its EC2 query is in `crate::gates::aws`.
+//!
+//! Each check has two halves: a measurement (an HTTP exchange, a file read,
+//! a child process), bounded in time and size, and a pure function that
+//! turns the measurement into the `CheckRecorded` observation the CLI
+//! appends, pass or fail alike.
+//!
+//! HTTP is plain `http://` over std's `TcpStream`: the daemon serves plain
+//! HTTP on its frozen ports, and a small client here keeps every timeout and
+//! size bound explicit (connect, each read and write, the whole exchange,
+//! header and body bytes) without pulling a TLS stack into the core build.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::Digest;
+
+use crate::schema::events::{CheckKind, CheckRecorded, Status};
+use crate::schema::manifest::{Route, RouteProtocol, Software};
+
+/// Longest wait for one TCP connect, in milliseconds.
+pub const HTTP_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Bound of a whole daemon health exchange (connect, request, answer), in
+/// milliseconds.
+pub const HEALTH_TIMEOUT_MS: u64 = 10_000;
+/// Bound of a whole sentinel exchange, in milliseconds: the daemon forwards
+/// a one-token completion to the provider.
+pub const SENTINEL_TIMEOUT_MS: u64 = 60_000;
+/// Largest response body read, in bytes; a longer answer is an error.
+pub const HTTP_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
+/// Largest response status line plus headers, in bytes.
+pub const HTTP_HEADER_BYTES_MAX: usize = 64 * 1024;
+/// Longest URL accepted, in bytes.
+pub const URL_BYTES_MAX: usize = 2048;
+/// Longest request id kept from an answer, in bytes; a longer one is not
+/// recorded (`request_id_problem` says why).
+pub const REQUEST_ID_BYTES_MAX: usize = 256;
+/// Output tokens a sentinel asks for: the smallest real completion.
+pub const SENTINEL_MAX_TOKENS: u32 = 1;
+/// Largest config file `check config` hashes, in bytes.
+pub const CONFIG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Bound of the validation command's run, in milliseconds; past it the
+/// command's process group is killed and the check fails.
+pub const CONFIG_VALIDATE_TIMEOUT_MS: u64 = 300_000;
+/// After the validation command ended (or was killed), how long to wait for
+/// its output pipe to close, in milliseconds (a grandchild may hold it).
+pub const CHILD_OUTPUT_GRACE_MS: u64 = 2_000;
+/// The Anthropic messages API version the sentinel sends.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// The response header BitRouter puts its request id in.
+pub const REQUEST_ID_HEADER: &str = "x-bitrouter-request-id";
+
+// ---------------------------------------------------------------------------
+// URLs
+// ---------------------------------------------------------------------------
+
+/// A parsed `http://host[:port][/path]` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// Host name or IP literal (IPv6 without brackets).
+    pub host: String,
+    /// Port (80 when the URL has none).
+    pub port: u16,
+    /// Path and query, starting with `/`.
+    pub path: String,
+}
+
+impl HttpUrl {
+    /// The `Host` header value.
+    fn host_header(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == 80 {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// The URL as text.
+    pub fn text(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("http://{host}:{}{}", self.port, self.path)
+    }
+}
+
+/// Parses a plain-HTTP URL. Refuses `https://` (this client has no TLS),
+/// user info (a credential in a URL), fragments and control characters.
+pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
+    if url.len() > URL_BYTES_MAX {
+        return Err(format!(
+            "url is {} bytes, over the limit of {URL_BYTES_MAX}",
+            url.len()
+        ));
+    }
+    if url.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err("url contains a space or control character".into());
+    }
+    let rest =
+        match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => return Err(
+                "https urls are not supported: the daemon serves plain http on its frozen ports"
+                    .into(),
+            ),
+            _ => return Err(format!("url {url:?} is not http://host[:port][/path]")),
+        };
+    if url.contains('#') {
+        return Err("url must not contain a fragment".into());
+    }
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    if authority.contains('@') {
+        return Err("url must not contain user info (never put a credential in a url)".into());
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("url host {authority:?} lacks its closing ']'"))?;
+        let port = match after {
+            "" => None,
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or_else(|| format!("url authority {authority:?} is malformed"))?,
+            ),
+        };
+        if h.is_empty()
+            || !h
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return Err(format!("url host {h:?} is not an IPv6 literal"));
+        }
+        (h.to_string(), port)
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty()
+        || !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+    {
+        return Err(format!("url host {host:?} is empty or malformed"));
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(format!("url port {p:?} is not 1..=65535")),
+        },
+    };
+    Ok(HttpUrl { host, port, path })
+}
+
+// ---------------------------------------------------------------------------
+// One HTTP/1.1 exchange
+// ---------------------------------------------------------------------------
+
+/// A complete HTTP answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Header names (lowercase) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body (chunked encoding removed).
+    pub body: Vec<u8>,
+    /// From before the connect to the last byte of the answer, ms.
+    pub latency_ms: u64,
+}
+
+impl HttpResponse {
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why an exchange gave no complete answer. `latency_ms` is how long it
+/// took to fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpFailure {
+    /// What went wrong (lowercase, never a credential).
+    pub error: String,
+    /// Elapsed, ms.
+    pub latency_ms: u64,
+}
+
+fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(format!(
+            "no complete answer within {} ms",
+            timeout.as_millis()
+        ))
+    } else {
+        Ok(left)
+    }
+}
+
+/// Sends one request (`Connection: close`) and reads the whole answer,
+/// bounded by `timeout` overall, `HTTP_CONNECT_TIMEOUT_MS` per connect,
+/// `HTTP_HEADER_BYTES_MAX` and `HTTP_RESPONSE_BYTES_MAX`.
+pub fn http_exchange(
+    method: &str,
+    url: &HttpUrl,
+    headers: &[(String, String)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<HttpResponse, HttpFailure> {
+    let start = Instant::now();
+    let fail = |error: String| HttpFailure {
+        error,
+        latency_ms: start.elapsed().as_millis() as u64,
+    };
+    let deadline = start + timeout;
+    let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| fail(format!("cannot resolve {}: {e}", url.host)))?
+        .collect();
+    let mut stream = None;
+    let mut last = format!("no address for {}", url.host);
+    for addr in addrs {
+        let left = remaining(deadline, timeout).map_err(&fail)?;
+        let connect = left.min(Duration::from_millis(HTTP_CONNECT_TIMEOUT_MS));
+        match TcpStream::connect_timeout(&addr, connect) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last = format!("cannot connect to {addr}: {e}"),
+        }
+    }
+    let mut stream = stream.ok_or_else(|| fail(last))?;
+    let _ = stream.set_nodelay(true);
+    let mut request = format!(
+        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nUser-Agent: benchledger/{}\r\nAccept: */*\r\n",
+        url.path,
+        url.host_header(),
+        env!("CARGO_PKG_VERSION")
+    );
+    for (k, v) in headers {
+        if k.bytes().chain(v.bytes()).any(|b| b == b'\r' || b == b'\n') {
+            return Err(fail(format!("header {k} contains a line break")));
+        }
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    let left = remaining(deadline, timeout).map_err(&fail)?;
+    stream
+        .set_write_timeout(Some(left))
+        .map_err(|e| fail(format!("set write timeout: {e}")))?;
+    stream
+        .write_all(request.as_bytes())
+        .and_then(|_| stream.write_all(body))
+        .map_err(|e| fail(format!("cannot send the request: {e}")))?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = remaining(deadline, timeout).map_err(&fail)?;
+        stream
+            .set_read_timeout(Some(left))
+            .map_err(|e| fail(format!("set read timeout: {e}")))?;
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(fail(format!(
+                    "no complete answer within {} ms",
+                    timeout.as_millis()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(fail(format!("cannot read the answer: {e}"))),
+        };
+        raw.extend_from_slice(&buf[..n]);
+        if let Some((status, headers, body)) = parse_response(&raw, n == 0).map_err(&fail)? {
+            return Ok(HttpResponse {
+                status,
+                headers,
+                body,
+                latency_ms: start.elapsed().as_millis() as u64,
+            });
+        }
+        if n == 0 {
+            return Err(fail(
+                "the connection closed before a complete answer".into(),
+            ));
+        }
+    }
+}
+
+type Parsed = (u16, Vec<(String, String)>, Vec<u8>);
+
+/// Parses what has arrived: `Ok(None)` when more bytes are needed.
+fn parse_response(raw: &[u8], eof: bool) -> Result<Option<Parsed>, String> {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        if raw.len() > HTTP_HEADER_BYTES_MAX {
+            return Err(format!(
+                "response headers over {HTTP_HEADER_BYTES_MAX} bytes"
+            ));
+        }
+        return Ok(None);
+    };
+    if end > HTTP_HEADER_BYTES_MAX {
+        return Err(format!(
+            "response headers over {HTTP_HEADER_BYTES_MAX} bytes"
+        ));
+    }
+    let head = String::from_utf8_lossy(&raw[..end]);
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let mut parts = status_line.split_whitespace();
+    let version = parts.next().unwrap_or("");
+    let status = parts
+        .next()
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|s| (100..=599).contains(s));
+    let status = match status {
+        Some(s) if version.starts_with("HTTP/1.") => s,
+        _ => return Err(format!("malformed status line {status_line:?}")),
+    };
+    if status < 200 {
+        return Err(format!("unexpected informational answer {status}"));
+    }
+    let mut headers = Vec::new();
+    for line in lines {
+        let (k, v) = line
+            .split_once(':')
+            .ok_or_else(|| format!("malformed header line {line:?}"))?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+    let rest = &raw[end + 4..];
+    let chunked =
+        get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let body = if status == 204 || status == 304 {
+        Some(Vec::new())
+    } else if chunked {
+        decode_chunked(rest)?
+    } else if let Some(cl) = get("content-length") {
+        let cl: usize = cl
+            .parse()
+            .map_err(|_| format!("malformed content-length {cl:?}"))?;
+        if cl > HTTP_RESPONSE_BYTES_MAX {
+            return Err(format!(
+                "response body of {cl} bytes is over the limit of {HTTP_RESPONSE_BYTES_MAX}"
+            ));
+        }
+        (rest.len() >= cl).then(|| rest[..cl].to_vec())
+    } else {
+        if rest.len() > HTTP_RESPONSE_BYTES_MAX {
+            return Err(format!(
+                "response body over the limit of {HTTP_RESPONSE_BYTES_MAX} bytes"
+            ));
+        }
+        eof.then(|| rest.to_vec())
+    };
+    Ok(body.map(|b| (status, headers, b)))
+}
+
+/// Decodes a chunked body: `Ok(None)` until the last chunk arrived.
+fn decode_chunked(mut rest: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let mut body = Vec::new();
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+            if rest.len() > 64 {
+                return Err("malformed chunk size line".into());
+            }
+            return Ok(None);
+        };
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let size_text = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|_| format!("malformed chunk size {size_text:?}"))?;
+        if size == 0 {
+            return Ok(Some(body));
+        }
+        if body.len().saturating_add(size) > HTTP_RESPONSE_BYTES_MAX {
+            return Err(format!(
+                "response body over the limit of {HTTP_RESPONSE_BYTES_MAX} bytes"
+            ));
+        }
+        let data = &rest[eol + 2..];
+        if data.len() < size + 2 {
+            return Ok(None);
+        }
+        body.extend_from_slice(&data[..size]);
+        rest = &data[size + 2..];
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Daemon health (GATE-3)
+// ---------------------------------------------------------------------------
+
+/// `GET URL` with the health bound.
+pub fn probe_health(url: &HttpUrl, timeout: Duration) -> Result<HttpResponse, HttpFailure> {
+    http_exchange("GET", url, &[], &[], timeout)
+}
+
+/// The daemon health observation: pass on a 2xx answer. Details:
+/// `http_status` (when answered), `latency_ms`, `error` (when not 2xx).
+pub fn health_observation(
+    lineage: &str,
+    group: &str,
+    target_url: &str,
+    outcome: &Result<HttpResponse, HttpFailure>,
+) -> CheckRecorded {
+    let mut details = BTreeMap::new();
+    let status = match outcome {
+        Ok(r) => {
+            details.insert("http_status".into(), r.status.to_string());
+            details.insert("latency_ms".into(), r.latency_ms.to_string());
+            if (200..300).contains(&r.status) {
+                Status::Pass
+            } else {
+                details.insert("error".into(), format!("http status {}", r.status));
+                Status::Fail
+            }
+        }
+        Err(f) => {
+            details.insert("latency_ms".into(), f.latency_ms.to_string());
+            details.insert("error".into(), f.error.clone());
+            Status::Fail
+        }
+    };
+    CheckRecorded {
+        lineage: lineage.to_string(),
+        group: Some(group.to_string()),
+        check: CheckKind::DaemonHealth,
+        target: target_url.to_string(),
+        status,
+        details,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Provider sentinels (GATE-3, PLANE-2)
+// ---------------------------------------------------------------------------
+
+/// One minimal request through the daemon to a route's frozen model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelRequest {
+    /// Where it goes.
+    pub url: HttpUrl,
+    /// Headers (the daemon's non-secret local key included).
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: Vec<u8>,
+}
+
+/// The daemon URL of a group: the manifest's daemon host and the group's
+/// first port.
+pub fn daemon_base_url(daemon_host: &str, port: u16) -> String {
+    if daemon_host.contains(':') && !daemon_host.starts_with('[') {
+        format!("http://[{daemon_host}]:{port}")
+    } else {
+        format!("http://{daemon_host}:{port}")
+    }
+}
+
+/// Builds the sentinel of `route`: OpenAI protocol `POST /v1/chat/completions`
+/// or Anthropic protocol `POST /v1/messages`, asking the route's frozen model
+/// for `SENTINEL_MAX_TOKENS` token(s). `base` is the daemon's URL, with or
+/// without a trailing `/v1`.
+pub fn sentinel_request(
+    route: &Route,
+    base: &str,
+    local_api_key: &str,
+) -> Result<SentinelRequest, String> {
+    let base = base.trim_end_matches('/');
+    let base = base.strip_suffix("/v1").unwrap_or(base);
+    let prompt = serde_json::json!([{ "role": "user", "content": "Reply with OK." }]);
+    let (path, headers, body) = match route.protocol {
+        RouteProtocol::Openai => (
+            "/v1/chat/completions",
+            vec![
+                ("Content-Type".to_string(), "application/json".to_string()),
+                (
+                    "Authorization".to_string(),
+                    format!("Bearer {local_api_key}"),
+                ),
+            ],
+            serde_json::json!({
+                "model": route.model,
+                "max_tokens": SENTINEL_MAX_TOKENS,
+                "stream": false,
+                "messages": prompt,
+            }),
+        ),
+        RouteProtocol::Anthropic => (
+            "/v1/messages",
+            vec![
+                ("Content-Type".to_string(), "application/json".to_string()),
+                ("x-api-key".to_string(), local_api_key.to_string()),
+                (
+                    "anthropic-version".to_string(),
+                    ANTHROPIC_VERSION.to_string(),
+                ),
+            ],
+            serde_json::json!({
+                "model": route.model,
+                "max_tokens": SENTINEL_MAX_TOKENS,
+                "messages": prompt,
+            }),
+        ),
+    };
+    let url = parse_http_url(&format!("{base}{path}"))?;
+    Ok(SentinelRequest {
+        url,
+        headers,
+        body: body.to_string().into_bytes(),
+    })
+}
+
+/// Sends a sentinel.
+pub fn send_sentinel(
+    req: &SentinelRequest,
+    timeout: Duration,
+) -> Result<HttpResponse, HttpFailure> {
+    http_exchange("POST", &req.url, &req.headers, &req.body, timeout)
+}
+
+/// The request id of an answer: the `x-bitrouter-request-id` header, else
+/// the JSON body's `id`. Returns (id, where it came from) or why none is
+/// kept.
+pub fn request_id(r: &HttpResponse) -> Result<(String, &'static str), String> {
+    let (id, source) = match r.header(REQUEST_ID_HEADER) {
+        Some(h) => (h.to_string(), "header"),
+        None => {
+            let id = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v.get("id").and_then(|i| i.as_str()).map(str::to_string));
+            match id {
+                Some(id) => (id, "body"),
+                None => return Err("no request id in the answer".into()),
+            }
+        }
+    };
+    if id.is_empty() || id.len() > REQUEST_ID_BYTES_MAX {
+        return Err(format!(
+            "request id of {} bytes is outside 1..={REQUEST_ID_BYTES_MAX}",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("request id contains a control character".into());
+    }
+    Ok((id, source))
+}
+
+/// The class of a non-2xx answer (PLANE-1 reliability evidence).
+pub fn error_class(status: u16) -> &'static str {
+    match status {
+        429 => "rate_limited",
+        500..=599 => "server_error",
+        400..=499 => "client_error",
+        _ => "unexpected_status",
+    }
+}
+
+/// The sentinel observation of one exact target (`route.gate_target`):
+/// pass on a 2xx answer. Only this target's gate moves; a 429 here never
+/// marks a sibling model (PLANE-2). Details: `tier`, `protocol`, `model`,
+/// `url`, `http_status`, `latency_ms`, `request_id` (+ `request_id_source`)
+/// or `request_id_problem`, and `error_class`/`error` when it fails.
+pub fn sentinel_observation(
+    lineage: &str,
+    group: Option<&str>,
+    route: &Route,
+    url: &HttpUrl,
+    outcome: &Result<HttpResponse, HttpFailure>,
+) -> CheckRecorded {
+    let mut d = BTreeMap::new();
+    d.insert("tier".into(), tier_name(route));
+    d.insert(
+        "protocol".into(),
+        match route.protocol {
+            RouteProtocol::Openai => "openai",
+            RouteProtocol::Anthropic => "anthropic",
+        }
+        .into(),
+    );
+    d.insert("model".into(), route.model.clone());
+    d.insert("url".into(), url.text());
+    let status = match outcome {
+        Ok(r) => {
+            d.insert("http_status".into(), r.status.to_string());
+            d.insert("latency_ms".into(), r.latency_ms.to_string());
+            match request_id(r) {
+                Ok((id, source)) => {
+                    d.insert("request_id".into(), id);
+                    d.insert("request_id_source".into(), source.into());
+                }
+                Err(why) => {
+                    d.insert("request_id_problem".into(), why);
+                }
+            }
+            if (200..300).contains(&r.status) {
+                Status::Pass
+            } else {
+                d.insert("error_class".into(), error_class(r.status).into());
+                Status::Fail
+            }
+        }
+        Err(f) => {
+            d.insert("latency_ms".into(), f.latency_ms.to_string());
+            d.insert("error_class".into(), "transport".into());
+            d.insert("error".into(), f.error.clone());
+            Status::Fail
+        }
+    };
+    CheckRecorded {
+        lineage: lineage.to_string(),
+        group: group.map(str::to_string),
+        check: CheckKind::ProviderSentinel,
+        target: route.gate_target.clone(),
+        status,
+        details: d,
+    }
+}
+
+fn tier_name(route: &Route) -> String {
+    serde_json::to_value(route.tier)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// Binary hash and architecture (GATE-4)
+// ---------------------------------------------------------------------------
+
+/// What `check binary` measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryFacts {
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Its ELF architecture (`x86_64`, `aarch64`, ...), `not_elf`, or
+    /// `em_<n>` for a machine this build does not name.
+    pub arch: String,
+}
+
+/// The architecture named by an ELF header's `e_machine` (offset 18, in the
+/// byte order of `EI_DATA`); `not_elf` when the magic or class is wrong.
+pub fn elf_arch(header: &[u8]) -> String {
+    if header.len() < 20 || &header[..4] != b"\x7fELF" || !matches!(header[4], 1 | 2) {
+        return "not_elf".into();
+    }
+    let raw = [header[18], header[19]];
+    let machine = match header[5] {
+        1 => u16::from_le_bytes(raw),
+        2 => u16::from_be_bytes(raw),
+        _ => return "not_elf".into(),
+    };
+    let is64 = header[4] == 2;
+    match machine {
+        62 => "x86_64".into(),
+        183 => "aarch64".into(),
+        3 => "x86".into(),
+        40 => "arm".into(),
+        243 if is64 => "riscv64".into(),
+        243 => "riscv32".into(),
+        21 => "ppc64".into(),
+        22 => "s390x".into(),
+        n => format!("em_{n}"),
+    }
+}
+
+/// Streams `path` through SHA-256 and reads its ELF header.
+pub fn binary_facts(path: &Path) -> Result<BinaryFacts, String> {
+    let mut f =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut header = Vec::with_capacity(64);
+    let mut bytes = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        if n == 0 {
+            break;
+        }
+        if header.len() < 64 {
+            let take = (64 - header.len()).min(n);
+            header.extend_from_slice(&buf[..take]);
+        }
+        hasher.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    Ok(BinaryFacts {
+        sha256: hex::encode(hasher.finalize()),
+        bytes,
+        arch: elf_arch(&header),
+    })
+}
+
+/// The binary observation (GATE-4): pass when both the SHA-256 and the ELF
+/// architecture equal the frozen `software.bitrouter_binary_sha256` and
+/// `software.bitrouter_arch`. Target: the path as given.
+pub fn binary_observation(
+    lineage: &str,
+    path: &str,
+    facts: &BinaryFacts,
+    software: &Software,
+) -> CheckRecorded {
+    let sha_ok = facts.sha256 == software.bitrouter_binary_sha256;
+    let arch_ok = facts.arch == software.bitrouter_arch;
+    let mut d = BTreeMap::new();
+    d.insert("sha256".into(), facts.sha256.clone());
+    d.insert("arch".into(), facts.arch.clone());
+    d.insert("bytes".into(), facts.bytes.to_string());
+    d.insert(
+        "expected_sha256".into(),
+        software.bitrouter_binary_sha256.clone(),
+    );
+    d.insert("expected_arch".into(), software.bitrouter_arch.clone());
+    let mut problems = Vec::new();
+    if !sha_ok {
+        problems.push("sha256 differs from software.bitrouter_binary_sha256");
+    }
+    if !arch_ok {
+        problems.push("elf architecture differs from software.bitrouter_arch");
+    }
+    if !problems.is_empty() {
+        d.insert("error".into(), problems.join("; "));
+    }
+    CheckRecorded {
+        lineage: lineage.to_string(),
+        group: None,
+        check: CheckKind::BinaryHash,
+        target: path.to_string(),
+        status: if sha_ok && arch_ok {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        details: d,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Config validation by the pinned software (GATE-7)
+// ---------------------------------------------------------------------------
+
+/// How the validation command ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationRun {
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// True when it was killed at the timeout.
+    pub timed_out: bool,
+    /// BLAKE3 of its output (stdout and stderr share one pipe, as `2>&1`), hex.
+    pub output_blake3: String,
+    /// Bytes of output hashed.
+    pub output_bytes: u64,
+    /// False when the output pipe stayed open past `CHILD_OUTPUT_GRACE_MS`
+    /// after the command ended (a grandchild held it).
+    pub output_complete: bool,
+    /// Wall time, ms.
+    pub duration_ms: u64,
+    /// The bound it ran under, ms.
+    pub timeout_ms: u64,
+}
+
+/// BLAKE3 of a config file's bytes, hex, bounded by `CONFIG_FILE_BYTES_MAX`.
+pub fn config_blake3(path: &Path) -> Result<String, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.len() > CONFIG_FILE_BYTES_MAX as u64 {
+        return Err(format!(
+            "{}: {} bytes, over the limit of {CONFIG_FILE_BYTES_MAX}",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(hex::encode(blake3::hash(&bytes).as_bytes()))
+}
+
+/// Runs `command` (program and arguments, no shell) with stdin closed and
+/// stdout and stderr on one pipe that is hashed as it streams. Past
+/// `timeout` the command's whole process group is killed. `Err` only when
+/// the command cannot be started.
+pub fn run_validation(command: &[String], timeout: Duration) -> Result<ValidationRun, String> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let Some((program, args)) = command.split_first() else {
+        return Err("no validation command given (after --)".into());
+    };
+    let (mut reader, writer) =
+        std::io::pipe().map_err(|e| format!("cannot create the output pipe: {e}"))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| format!("cannot create the output pipe: {e}"))?;
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer2)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
+    // The parent's copies of the write end went into `Command` and are
+    // dropped with it: the pipe closes when the child's side closes.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut h = blake3::Hasher::new();
+        let mut n = 0u64;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => {
+                    h.update(&buf[..k]);
+                    n += k as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send((hex::encode(h.finalize().as_bytes()), n));
+    });
+    let deadline = start + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() >= deadline => {
+                timed_out = true;
+                // The child is not reaped yet, so its pid (= its process
+                // group id) cannot have been reused: kill the whole group.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => break None,
+        }
+    };
+    let duration_ms = start.elapsed().as_millis() as u64;
+    let (output_blake3, output_bytes, output_complete) =
+        match rx.recv_timeout(Duration::from_millis(CHILD_OUTPUT_GRACE_MS)) {
+            Ok((h, n)) => (h, n, true),
+            Err(_) => (String::new(), 0, false),
+        };
+    Ok(ValidationRun {
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        timed_out,
+        output_blake3,
+        output_bytes,
+        output_complete,
+        duration_ms,
+        timeout_ms: timeout.as_millis() as u64,
+    })
+}
+
+/// The config observation (GATE-7): pass when the pinned software's own
+/// validation command exited 0 within the bound. Target: the config's
+/// BLAKE3, the key `case start` looks it up by. Details: `config_path`,
+/// `command`, `exit_code` or `signal`, `timed_out`, `output_blake3`,
+/// `output_bytes`, `duration_ms`.
+pub fn config_observation(
+    lineage: &str,
+    config_blake3: &str,
+    config_path: &str,
+    command: &[String],
+    run: &ValidationRun,
+) -> CheckRecorded {
+    let mut d = BTreeMap::new();
+    d.insert("config_path".into(), config_path.to_string());
+    d.insert("command".into(), command.join(" "));
+    if let Some(c) = run.exit_code {
+        d.insert("exit_code".into(), c.to_string());
+    }
+    if let Some(s) = run.signal {
+        d.insert("signal".into(), s.to_string());
+    }
+    d.insert("timed_out".into(), run.timed_out.to_string());
+    if run.output_complete {
+        d.insert("output_blake3".into(), run.output_blake3.clone());
+        d.insert("output_bytes".into(), run.output_bytes.to_string());
+    } else {
+        d.insert(
+            "output_problem".into(),
+            "the output pipe stayed open after the command ended".into(),
+        );
+    }
+    d.insert("duration_ms".into(), run.duration_ms.to_string());
+    let pass = run.exit_code == Some(0) && !run.timed_out;
+    if run.timed_out {
+        d.insert(
+            "error".into(),
+            format!("killed at its {} ms bound", run.timeout_ms),
+        );
+    }
+    CheckRecorded {
+        lineage: lineage.to_string(),
+        group: None,
+        check: CheckKind::ConfigValidated,
+        target: config_blake3.to_string(),
+        status: if pass { Status::Pass } else { Status::Fail },
+        details: d,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Residue before a batch (GATE-3): the pure half
+// ---------------------------------------------------------------------------
+
+/// The residue observation: pass when the exact run-tag query found zero
+/// live sandboxes. `outcome` is the ids found, or why the query failed.
+/// Target: the run tag filter (`key=value`). Details: `sandbox_count`,
+/// `instance_ids` (comma-separated), `region`, `identity`, or `error`.
+pub fn residue_observation(
+    lineage: &str,
+    group: &str,
+    run_tag: &str,
+    region: &str,
+    identity: &str,
+    outcome: &Result<Vec<String>, String>,
+) -> CheckRecorded {
+    let mut d = BTreeMap::new();
+    d.insert("region".into(), region.to_string());
+    d.insert("identity".into(), identity.to_string());
+    let status = match outcome {
+        Ok(ids) => {
+            d.insert("sandbox_count".into(), ids.len().to_string());
+            d.insert("instance_ids".into(), ids.join(","));
+            if ids.is_empty() {
+                Status::Pass
+            } else {
+                Status::Fail
+            }
+        }
+        Err(e) => {
+            d.insert("error".into(), e.clone());
+            Status::Fail
+        }
+    };
+    CheckRecorded {
+        lineage: lineage.to_string(),
+        group: Some(group.to_string()),
+        check: CheckKind::Residue,
+        target: run_tag.to_string(),
+        status,
+        details: d,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testhttp {
+    //! A tiny HTTP/1.1 server on 127.0.0.1 for tests: one thread, one
+    //! connection at a time, `Connection: close`, a handler per request.
+
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    /// A request as the server read it.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Received {
+        pub method: String,
+        pub path: String,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Received {
+        pub(crate) fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    type Handler = dyn Fn(&Received) -> Vec<u8> + Send + Sync;
+
+    pub(crate) struct Server {
+        pub port: u16,
+        pub requests: Arc<Mutex<Vec<Received>>>,
+        stop: Arc<AtomicBool>,
+        thread: Option<JoinHandle<()>>,
+    }
+
+    impl Server {
+        pub(crate) fn start(
+            handler: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static,
+        ) -> Server {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let stop = Arc::new(AtomicBool::new(false));
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let handler: Arc<Handler> = Arc::new(handler);
+            let (s, r) = (stop.clone(), requests.clone());
+            let thread = std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if s.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(mut conn) = conn else { continue };
+                    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+                    if let Some(req) = read_request(&mut conn) {
+                        r.lock().unwrap().push(req.clone());
+                        let answer = handler(&req);
+                        let _ = conn.write_all(&answer);
+                        let _ = conn.flush();
+                    }
+                }
+            });
+            Server {
+                port,
+                requests,
+                stop,
+                thread: Some(thread),
+            }
+        }
+
+        pub(crate) fn url(&self) -> String {
+            format!("http://127.0.0.1:{}", self.port)
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            let _ = TcpStream::connect(("127.0.0.1", self.port));
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn read_request(conn: &mut TcpStream) -> Option<Received> {
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 8192];
+        let end = loop {
+            if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            let n = conn.read(&mut buf).ok()?;
+            if n == 0 {
+                return None;
+            }
+            raw.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8_lossy(&raw[..end]).to_string();
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next()?.split_whitespace();
+        let method = first.next()?.to_string();
+        let path = first.next()?.to_string();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = raw[end + 4..].to_vec();
+        while body.len() < len {
+            let n = conn.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&buf[..n]);
+        }
+        Some(Received {
+            method,
+            path,
+            headers,
+            body,
+        })
+    }
+
+    /// A complete answer with `Content-Length` and `Connection: close`.
+    pub(crate) fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+        let mut out = format!(
+            "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        out.push_str("\r\n");
+        let mut out = out.into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testhttp::{response, Server};
+    use super::*;
+    use crate::schema::manifest::Tier;
+
+    fn route(tier: Tier, protocol: RouteProtocol, model: &str) -> Route {
+        Route {
+            tier,
+            provider: "p".into(),
+            model: model.into(),
+            protocol,
+            credential_class: "api_key".into(),
+            gate_target: format!("p:{model}"),
+        }
+    }
+
+    fn url(s: &str) -> HttpUrl {
+        parse_http_url(s).unwrap()
+    }
+
+    #[test]
+    fn urls_parse_and_refuse_what_they_must() {
+        assert_eq!(
+            url("http://10.20.0.10:18711/health"),
+            HttpUrl {
+                host: "10.20.0.10".into(),
+                port: 18711,
+                path: "/health".into()
+            }
+        );
+        assert_eq!(url("http://h").port, 80);
+        assert_eq!(url("http://h").path, "/");
+        assert_eq!(url("http://h?x=1").path, "/?x=1");
+        assert_eq!(url("http://[::1]:9/x").host, "::1");
+        assert_eq!(url("http://[::1]:9/x").text(), "http://[::1]:9/x");
+        for bad in [
+            "https://h/x",
+            "ftp://h",
+            "h:80",
+            "http://user:pw@h/",
+            "http://h:0/",
+            "http://h:65536/",
+            "http://h:x/",
+            "http:///x",
+            "http://h/a b",
+            "http://h/#frag",
+            "http://[::1/",
+            "http://::1/",
+        ] {
+            assert!(parse_http_url(bad).is_err(), "{bad}");
+        }
+        assert!(parse_http_url("https://h").unwrap_err().contains("https"));
+        assert!(parse_http_url("http://u:p@h")
+            .unwrap_err()
+            .contains("user info"));
+    }
+
+    #[test]
+    fn url_length_bound_is_exact() {
+        let at = format!("http://h/{}", "a".repeat(URL_BYTES_MAX - 9));
+        assert_eq!(at.len(), URL_BYTES_MAX);
+        assert!(parse_http_url(&at).is_ok());
+        let past = format!("{at}a");
+        assert!(parse_http_url(&past)
+            .unwrap_err()
+            .contains("over the limit"));
+    }
+
+    #[test]
+    fn health_passes_on_2xx_and_records_status_and_latency() {
+        let s = Server::start(|r| {
+            assert_eq!(r.method, "GET");
+            if r.path == "/health" {
+                response(200, &[], b"{\"status\":\"ok\"}")
+            } else {
+                response(503, &[], b"down")
+            }
+        });
+        let u = url(&format!("{}/health", s.url()));
+        let ok = probe_health(&u, Duration::from_millis(HEALTH_TIMEOUT_MS));
+        let obs = health_observation("l", "control", &u.text(), &ok);
+        assert_eq!(obs.status, Status::Pass);
+        assert_eq!(obs.check, CheckKind::DaemonHealth);
+        assert_eq!(obs.group.as_deref(), Some("control"));
+        assert_eq!(obs.details["http_status"], "200");
+        assert!(obs.details["latency_ms"].parse::<u64>().is_ok());
+        let bad = url(&format!("{}/other", s.url()));
+        let r = probe_health(&bad, Duration::from_millis(HEALTH_TIMEOUT_MS));
+        let obs = health_observation("l", "control", &bad.text(), &r);
+        assert_eq!(obs.status, Status::Fail);
+        assert_eq!(obs.details["http_status"], "503");
+    }
+
+    #[test]
+    fn health_of_a_closed_port_fails_with_the_error_recorded() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let u = url(&format!("http://127.0.0.1:{port}/health"));
+        let r = probe_health(&u, Duration::from_millis(HEALTH_TIMEOUT_MS));
+        let obs = health_observation("l", "g", &u.text(), &r);
+        assert_eq!(obs.status, Status::Fail);
+        assert!(
+            obs.details["error"].contains("cannot connect"),
+            "{:?}",
+            obs.details
+        );
+        assert!(!obs.details.contains_key("http_status"));
+    }
+
+    #[test]
+    fn a_silent_server_hits_the_exchange_bound() {
+        let s = Server::start(|_| {
+            std::thread::sleep(Duration::from_millis(800));
+            response(200, &[], b"late")
+        });
+        let u = url(&s.url());
+        let t0 = Instant::now();
+        let r = probe_health(&u, Duration::from_millis(200));
+        let e = r.unwrap_err();
+        assert!(
+            e.error.contains("no complete answer within 200 ms"),
+            "{e:?}"
+        );
+        assert!(t0.elapsed() < Duration::from_millis(700));
+        // Within the bound the same server answers.
+        let r = probe_health(&u, Duration::from_millis(5_000)).unwrap();
+        assert_eq!(r.body, b"late");
+    }
+
+    #[test]
+    fn body_bound_is_exact() {
+        let s = Server::start(|r| {
+            let n = if r.path == "/at" {
+                HTTP_RESPONSE_BYTES_MAX
+            } else {
+                HTTP_RESPONSE_BYTES_MAX + 1
+            };
+            response(200, &[], &vec![b'x'; n])
+        });
+        let at = probe_health(&url(&format!("{}/at", s.url())), Duration::from_secs(10)).unwrap();
+        assert_eq!(at.body.len(), HTTP_RESPONSE_BYTES_MAX);
+        let past =
+            probe_health(&url(&format!("{}/past", s.url())), Duration::from_secs(10)).unwrap_err();
+        assert!(past.error.contains("over the limit"), "{past:?}");
+    }
+
+    #[test]
+    fn chunked_and_close_delimited_bodies_decode() {
+        let s = Server::start(|r| {
+            if r.path == "/chunked" {
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n3;x=y\r\nefg\r\n0\r\n\r\n".to_vec()
+            } else {
+                b"HTTP/1.0 200 OK\r\n\r\nuntil-close".to_vec()
+            }
+        });
+        let c = probe_health(
+            &url(&format!("{}/chunked", s.url())),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(c.body, b"abcdefg");
+        let e = probe_health(&url(&format!("{}/eof", s.url())), Duration::from_secs(5)).unwrap();
+        assert_eq!(e.body, b"until-close");
+    }
+
+    #[test]
+    fn malformed_answers_are_errors_not_panics() {
+        for raw in [
+            &b"garbage\r\n\r\n"[..],
+            b"HTTP/1.1 abc OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nno-colon\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+        ] {
+            assert!(
+                parse_response(raw, true).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", false),
+            Ok(None)
+        );
+        let big = vec![b'a'; HTTP_HEADER_BYTES_MAX + 1];
+        assert!(parse_response(&big, false)
+            .unwrap_err()
+            .contains("headers over"));
+    }
+
+    #[test]
+    fn sentinels_speak_both_protocols_and_record_the_request_id() {
+        let s = Server::start(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(body["max_tokens"], SENTINEL_MAX_TOKENS);
+            match r.path.as_str() {
+                "/v1/chat/completions" => {
+                    assert_eq!(r.header("authorization"), Some("Bearer local-key"));
+                    assert_eq!(body["model"], "kimi");
+                    response(200, &[], br#"{"id":"chatcmpl-123","choices":[]}"#)
+                }
+                "/v1/messages" => {
+                    assert_eq!(r.header("x-api-key"), Some("local-key"));
+                    assert_eq!(r.header("anthropic-version"), Some(ANTHROPIC_VERSION));
+                    assert_eq!(body["model"], "sonnet");
+                    response(
+                        200,
+                        &[(REQUEST_ID_HEADER, "br-req-9")],
+                        br#"{"id":"msg_1"}"#,
+                    )
+                }
+                _ => response(404, &[], b""),
+            }
+        });
+        let openai = route(Tier::Balanced, RouteProtocol::Openai, "kimi");
+        // A base with /v1 (as TrialConfigs write it) reaches the same path.
+        let req = sentinel_request(&openai, &format!("{}/v1/", s.url()), "local-key").unwrap();
+        assert_eq!(req.url.path, "/v1/chat/completions");
+        let r = send_sentinel(&req, Duration::from_secs(5));
+        let obs = sentinel_observation("l", Some("r1"), &openai, &req.url, &r);
+        assert_eq!(obs.status, Status::Pass);
+        assert_eq!(obs.check, CheckKind::ProviderSentinel);
+        assert_eq!(obs.target, "p:kimi");
+        assert_eq!(obs.details["request_id"], "chatcmpl-123");
+        assert_eq!(obs.details["request_id_source"], "body");
+        assert_eq!(obs.details["tier"], "balanced");
+        let anthropic = route(Tier::Strong, RouteProtocol::Anthropic, "sonnet");
+        let req = sentinel_request(&anthropic, &s.url(), "local-key").unwrap();
+        let r = send_sentinel(&req, Duration::from_secs(5));
+        let obs = sentinel_observation("l", None, &anthropic, &req.url, &r);
+        assert_eq!(obs.status, Status::Pass);
+        assert_eq!(obs.details["request_id"], "br-req-9");
+        assert_eq!(obs.details["request_id_source"], "header");
+        assert_eq!(obs.details["protocol"], "anthropic");
+        assert_eq!(
+            s.requests.lock().unwrap().len(),
+            2,
+            "one request per sentinel"
+        );
+    }
+
+    // rule PLANE-2: a 429 on one exact target fails that target's gate only.
+    #[test]
+    fn a_429_fails_only_its_own_target_and_5xx_is_classed() {
+        let s = Server::start(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            match body["model"].as_str().unwrap() {
+                "limited" => response(
+                    429,
+                    &[(REQUEST_ID_HEADER, "br-429")],
+                    br#"{"error":"rate"}"#,
+                ),
+                "broken" => response(502, &[], b"bad gateway"),
+                _ => response(200, &[], br#"{"id":"ok-1"}"#),
+            }
+        });
+        let limited = route(Tier::Balanced, RouteProtocol::Openai, "limited");
+        let sibling = route(Tier::Economy, RouteProtocol::Openai, "sibling");
+        let broken = route(Tier::Strong, RouteProtocol::Anthropic, "broken");
+        let mut observations = Vec::new();
+        for r in [&limited, &sibling, &broken] {
+            let req = sentinel_request(r, &s.url(), "k").unwrap();
+            let out = send_sentinel(&req, Duration::from_secs(5));
+            observations.push(sentinel_observation("l", None, r, &req.url, &out));
+        }
+        assert_eq!(observations[0].status, Status::Fail);
+        assert_eq!(observations[0].details["error_class"], "rate_limited");
+        assert_eq!(observations[0].details["http_status"], "429");
+        assert_eq!(observations[0].details["request_id"], "br-429");
+        assert_eq!(observations[1].status, Status::Pass);
+        assert_eq!(observations[1].target, "p:sibling");
+        assert_eq!(observations[2].status, Status::Fail);
+        assert_eq!(observations[2].details["error_class"], "server_error");
+        assert!(observations[2].details.contains_key("request_id_problem"));
+        // Folded into a state, only the limited target's gate is failing.
+        let mut state = crate::method::projections::State::default();
+        let mut frozen = crate::schema::manifest::tests::example();
+        frozen.lineage = "l".into();
+        state.apply(
+            crate::method::projections::At { seq: 1, utc_ns: 1 },
+            &crate::schema::events::Event::ManifestFrozen(frozen),
+        );
+        for (i, o) in observations.into_iter().enumerate() {
+            state.apply(
+                crate::method::projections::At {
+                    seq: 2 + i as u64,
+                    utc_ns: 1,
+                },
+                &crate::schema::events::Event::CheckRecorded(o),
+            );
+        }
+        let gates = &state.lineages["l"].gates.checks;
+        let get = |t: &str| &gates[&(CheckKind::ProviderSentinel, None, t.to_string())].status;
+        assert_eq!(get("p:limited"), &Status::Fail);
+        assert_eq!(get("p:sibling"), &Status::Pass);
+    }
+
+    #[test]
+    fn request_id_bounds() {
+        let mk = |id: &str| HttpResponse {
+            status: 200,
+            headers: vec![(REQUEST_ID_HEADER.into(), id.into())],
+            body: vec![],
+            latency_ms: 1,
+        };
+        assert!(request_id(&mk(&"a".repeat(REQUEST_ID_BYTES_MAX))).is_ok());
+        assert!(request_id(&mk(&"a".repeat(REQUEST_ID_BYTES_MAX + 1))).is_err());
+        assert!(request_id(&mk("")).is_err());
+        let none = HttpResponse {
+            status: 200,
+            headers: vec![],
+            body: b"not json".to_vec(),
+            latency_ms: 1,
+        };
+        assert_eq!(
+            request_id(&none).unwrap_err(),
+            "no request id in the answer"
+        );
+    }
+
+    fn elf(class: u8, data: u8, machine: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = data;
+        let m = if data == 2 {
+            machine.to_be_bytes()
+        } else {
+            machine.to_le_bytes()
+        };
+        h[18..20].copy_from_slice(&m);
+        h
+    }
+
+    #[test]
+    fn elf_machine_names() {
+        assert_eq!(elf_arch(&elf(2, 1, 62)), "x86_64");
+        assert_eq!(elf_arch(&elf(2, 1, 183)), "aarch64");
+        assert_eq!(elf_arch(&elf(2, 2, 22)), "s390x");
+        assert_eq!(elf_arch(&elf(1, 1, 3)), "x86");
+        assert_eq!(elf_arch(&elf(2, 1, 9999)), "em_9999");
+        assert_eq!(elf_arch(b"#!/bin/sh\n"), "not_elf");
+        assert_eq!(elf_arch(&elf(2, 1, 62)[..19]), "not_elf");
+        assert_eq!(elf_arch(&elf(3, 1, 62)), "not_elf");
+    }
+
+    // rule GATE-4: the binary's SHA-256 and ELF architecture must both equal the frozen ones.
+    #[test]
+    fn binary_check_compares_sha256_and_arch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bitrouter");
+        let mut bytes = elf(2, 1, 62);
+        bytes.extend_from_slice(b"rest of the binary");
+        std::fs::write(&path, &bytes).unwrap();
+        let facts = binary_facts(&path).unwrap();
+        assert_eq!(facts.arch, "x86_64");
+        assert_eq!(facts.bytes, bytes.len() as u64);
+        assert_eq!(facts.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+        let mut sw = crate::schema::manifest::tests::example()
+            .manifest
+            .public
+            .software;
+        sw.bitrouter_binary_sha256 = facts.sha256.clone();
+        let ok = binary_observation("l", "/opt/bitrouter", &facts, &sw);
+        assert_eq!(ok.status, Status::Pass);
+        assert_eq!(ok.check, CheckKind::BinaryHash);
+        assert_eq!(ok.details["sha256"], facts.sha256);
+        sw.bitrouter_arch = "aarch64".into();
+        let bad = binary_observation("l", "/opt/bitrouter", &facts, &sw);
+        assert_eq!(bad.status, Status::Fail);
+        assert!(bad.details["error"].contains("bitrouter_arch"));
+        sw.bitrouter_arch = "x86_64".into();
+        sw.bitrouter_binary_sha256 = "0".repeat(64);
+        let bad = binary_observation("l", "/opt/bitrouter", &facts, &sw);
+        assert_eq!(bad.status, Status::Fail);
+        assert!(bad.details["error"].contains("bitrouter_binary_sha256"));
+        assert!(binary_facts(&dir.path().join("missing"))
+            .unwrap_err()
+            .contains("cannot read"));
+    }
+
+    // rule GATE-7: the validated config is keyed by its BLAKE3; a non-zero exit fails.
+    #[test]
+    fn config_validation_records_exit_code_and_output_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("trial.json");
+        std::fs::write(&cfg, b"{\"a\":1}\n").unwrap();
+        let b3 = config_blake3(&cfg).unwrap();
+        assert_eq!(b3, hex::encode(blake3::hash(b"{\"a\":1}\n").as_bytes()));
+        let cmd: Vec<String> = ["sh", "-c", "echo out; echo err >&2; exit 0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let run = run_validation(&cmd, Duration::from_secs(10)).unwrap();
+        assert_eq!(run.exit_code, Some(0));
+        assert!(run.output_complete);
+        assert_eq!(run.output_bytes, 8);
+        assert_eq!(
+            run.output_blake3,
+            hex::encode(blake3::hash(b"out\nerr\n").as_bytes())
+        );
+        let obs = config_observation("l", &b3, "trial.json", &cmd, &run);
+        assert_eq!(obs.status, Status::Pass);
+        assert_eq!(obs.target, b3);
+        assert_eq!(obs.check, CheckKind::ConfigValidated);
+        assert_eq!(obs.group, None);
+        let failing: Vec<String> = ["sh", "-c", "exit 3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let run = run_validation(&failing, Duration::from_secs(10)).unwrap();
+        let obs = config_observation("l", &b3, "trial.json", &failing, &run);
+        assert_eq!(obs.status, Status::Fail);
+        assert_eq!(obs.details["exit_code"], "3");
+        assert!(run_validation(
+            &["/nonexistent/validator".to_string()],
+            Duration::from_secs(1)
+        )
+        .unwrap_err()
+        .contains("cannot run"));
+        assert!(run_validation(&[], Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn a_validation_past_its_bound_is_killed_with_its_children() {
+        // The grandchild `sleep` holds the pipe too: the group kill ends it.
+        let cmd: Vec<String> = ["sh", "-c", "sleep 30 & sleep 30; exit 0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let t0 = Instant::now();
+        let run = run_validation(&cmd, Duration::from_millis(300)).unwrap();
+        assert!(run.timed_out);
+        assert_eq!(run.exit_code, None);
+        assert_eq!(run.signal, Some(9));
+        assert!(run.output_complete, "the group kill closed the pipe");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        let obs = config_observation("l", "b3", "c", &cmd, &run);
+        assert_eq!(obs.status, Status::Fail);
+        assert_eq!(obs.details["timed_out"], "true");
+    }
+
+    #[test]
+    fn config_file_bound_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("at");
+        std::fs::write(&at, vec![b'a'; CONFIG_FILE_BYTES_MAX]).unwrap();
+        assert!(config_blake3(&at).is_ok());
+        let past = dir.path().join("past");
+        std::fs::write(&past, vec![b'a'; CONFIG_FILE_BYTES_MAX + 1]).unwrap();
+        assert!(config_blake3(&past).unwrap_err().contains("over the limit"));
+    }
+
+    #[test]
+    fn residue_passes_only_at_zero() {
+        let zero = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &Ok(vec![]));
+        assert_eq!(zero.status, Status::Pass);
+        assert_eq!(zero.details["sandbox_count"], "0");
+        let one = residue_observation(
+            "l",
+            "r1",
+            "run=x",
+            "us-east-1",
+            "arn:…",
+            &Ok(vec!["i-1".into()]),
+        );
+        assert_eq!(one.status, Status::Fail);
+        assert_eq!(one.details["instance_ids"], "i-1");
+        let err = residue_observation(
+            "l",
+            "r1",
+            "run=x",
+            "us-east-1",
+            "arn:…",
+            &Err("unreachable".into()),
+        );
+        assert_eq!(err.status, Status::Fail);
+        assert_eq!(err.details["error"], "unreachable");
+    }
+}

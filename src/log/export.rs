@@ -1,0 +1,228 @@
+//! `export --jsonl` and `import --jsonl`: the ledger as canonical JSON lines.
+//!
+//! One line per record, fields in this order: seq, prev_hash, hash, kind,
+//! recorded_at_utc_ns, actor, idempotency_key, payload (decoded, for
+//! reading and diffing) and record_hex (the exact stored bytes, for an
+//! independent verifier). Every line is a pure function of the record's
+//! stored value, so an export is canonical: `import` regenerates each line
+//! from its bytes and refuses any line that differs, any broken link, and
+//! any file that does not end at a verifying head.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::limits::EXPORT_LINE_BYTES_MAX;
+use crate::log::chain::{Head, Sealed, Verified, Walker};
+use crate::log::ledger::Ledger;
+
+/// Records per transaction while importing.
+const IMPORT_CHUNK_RECORDS: usize = 10_000;
+
+/// One exported record.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportLine {
+    /// The record's seq.
+    pub seq: u64,
+    /// Hash of the predecessor, hex.
+    pub prev_hash: String,
+    /// The record's link hash, hex.
+    pub hash: String,
+    /// The event kind.
+    pub kind: String,
+    /// When it was recorded, ns since the epoch (UTC).
+    pub recorded_at_utc_ns: u64,
+    /// Who appended it.
+    pub actor: String,
+    /// The client's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// The decoded payload.
+    pub payload: serde_json::Value,
+    /// The exact record bytes, hex.
+    pub record_hex: String,
+}
+
+/// The canonical export line of a verified record (without newline).
+pub fn line(v: &Verified) -> String {
+    let r = &v.decoded.record;
+    let l = ExportLine {
+        seq: r.seq,
+        prev_hash: hex::encode(v.prev),
+        hash: hex::encode(v.hash),
+        kind: r.kind.clone(),
+        recorded_at_utc_ns: r.recorded_at_utc_ns,
+        actor: r.actor.clone(),
+        idempotency_key: r.idempotency_key.clone(),
+        payload: v.decoded.event.payload_json(),
+        record_hex: hex::encode(r.encode()),
+    };
+    serde_json::to_string(&l).expect("export lines serialize")
+}
+
+/// Writes every record as one JSON line. Returns the head exported.
+pub fn export_jsonl(ledger: &Ledger, out: &mut dyn Write) -> Result<Head> {
+    let head = ledger.head()?;
+    for v in ledger.records()? {
+        let v = v?;
+        writeln!(out, "{}", line(&v)).map_err(|e| Error::io("write export", e))?;
+    }
+    out.flush().map_err(|e| Error::io("write export", e))?;
+    Ok(head)
+}
+
+fn decode_hash(s: &str, what: &str, lineno: u64) -> Result<[u8; 32]> {
+    let mut h = [0u8; 32];
+    hex::decode_to_slice(s, &mut h)
+        .map_err(|_| Error::input(format!("line {lineno}: field {what}: not 64 hex digits")))?;
+    Ok(h)
+}
+
+/// Reads one line of at most `EXPORT_LINE_BYTES_MAX` bytes; `None` at EOF.
+fn read_bounded_line(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    lineno: u64,
+    source: &str,
+) -> Result<Option<()>> {
+    buf.clear();
+    let n = std::io::Read::take(&mut *r, EXPORT_LINE_BYTES_MAX as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| Error::io(format!("read {source}"), e))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if n > EXPORT_LINE_BYTES_MAX {
+        return Err(Error::input(format!(
+            "{source}: line {lineno}: longer than {EXPORT_LINE_BYTES_MAX} bytes"
+        )));
+    }
+    Ok(Some(()))
+}
+
+/// Rebuilds a ledger from an export into `dir`, which must not exist or be
+/// an empty directory. The ledger is built beside `dir` and renamed into
+/// place only after every line verified, so a refused import leaves nothing.
+/// Returns the imported head.
+pub fn import_jsonl(
+    input: &mut dyn BufRead,
+    source: &str,
+    dir: &Path,
+    lock_wait: Duration,
+) -> Result<Head> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(format!("read {}", dir.display()), e))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(Error::input(format!(
+                "import target {} exists and is not empty",
+                dir.display()
+            )));
+        }
+    }
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = dir
+        .file_name()
+        .ok_or_else(|| Error::input(format!("import target {} has no name", dir.display())))?;
+    let staging = parent.join(format!(
+        ".{}.importing-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .map_err(|e| Error::io(format!("remove {}", staging.display()), e))?;
+    }
+    let result = build(input, source, &staging, lock_wait);
+    match result {
+        Ok(head) => {
+            if dir.exists() {
+                std::fs::remove_dir(dir)
+                    .map_err(|e| Error::io(format!("remove empty {}", dir.display()), e))?;
+            }
+            std::fs::rename(&staging, dir).map_err(|e| {
+                Error::io(
+                    format!("rename {} to {}", staging.display(), dir.display()),
+                    e,
+                )
+            })?;
+            Ok(head)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Err(e)
+        }
+    }
+}
+
+fn build(
+    input: &mut dyn BufRead,
+    source: &str,
+    staging: &Path,
+    lock_wait: Duration,
+) -> Result<Head> {
+    let ledger = Ledger::create_empty(staging, lock_wait)?;
+    let mut walker = Walker::from_genesis();
+    let mut head: Option<Head> = None;
+    let mut chunk: Vec<Sealed> = Vec::new();
+    let mut index: Vec<(String, u64)> = Vec::new();
+    let mut buf = Vec::new();
+    let mut lineno = 0u64;
+    while read_bounded_line(input, &mut buf, lineno + 1, source)?.is_some() {
+        lineno += 1;
+        let at = |field: &str, msg: &str| {
+            Error::input(format!("{source}: line {lineno}: field {field}: {msg}"))
+        };
+        let text = std::str::from_utf8(&buf).map_err(|_| at("(line)", "not utf-8"))?;
+        let parsed: ExportLine = serde_json::from_str(text)
+            .map_err(|e| at("(line)", &format!("not an export line: {e}")))?;
+        let bytes = hex::decode(&parsed.record_hex).map_err(|_| at("record_hex", "not hex"))?;
+        let prev = decode_hash(&parsed.prev_hash, "prev_hash", lineno)?;
+        let hash = decode_hash(&parsed.hash, "hash", lineno)?;
+        let sealed = Sealed {
+            seq: parsed.seq,
+            prev,
+            hash,
+            bytes,
+        };
+        let verified = walker
+            .step(&parsed.seq.to_be_bytes(), &sealed.value())
+            .map_err(|d| at("record_hex", &format!("does not verify: {d}")))?;
+        if line(&verified) != text {
+            return Err(at(
+                "(line)",
+                "differs from the canonical line of its record bytes (edited export?)",
+            ));
+        }
+        if let Some(k) = &verified.decoded.record.idempotency_key {
+            index.push((k.clone(), parsed.seq));
+        }
+        chunk.push(sealed);
+        if chunk.len() >= IMPORT_CHUNK_RECORDS {
+            head = Some(ledger.append_sealed(head, &chunk, &index)?);
+            chunk.clear();
+            index.clear();
+        }
+    }
+    if !chunk.is_empty() {
+        head = Some(ledger.append_sealed(head, &chunk, &index)?);
+    }
+    let head = head.ok_or_else(|| Error::input(format!("{source}: no records")))?;
+    let report = ledger.verify()?;
+    if let Some(d) = report.damage {
+        return Err(Error::input(format!(
+            "{source}: the imported ledger does not verify: {d}"
+        )));
+    }
+    Ok(head)
+}

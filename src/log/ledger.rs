@@ -1,0 +1,642 @@
+//! A ledger directory: its lock, its store, and every operation on records.
+//!
+//! Layout of a ledger directory (created owner-only, 0700):
+//! `benchledger.lock` (the writer lock, held for the life of a `Ledger`) and
+//! `sled/` (the store). One process at a time holds the lock; a second waits
+//! up to its lock wait and then fails with `Error::LockTimeout` (exit 4).
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::limits::{APPEND_BATCH_BYTES_MAX, APPEND_BATCH_RECORDS_MAX, LOCK_POLL_MS};
+use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Sealed, Verified, Walker};
+use crate::log::record::{self, Record, FORMAT_VERSION};
+use crate::log::store::{SledStore, Store};
+use crate::schema::events::{Event, LedgerCreated};
+
+const LOCK_FILE: &str = "benchledger.lock";
+const STORE_DIR: &str = "sled";
+
+/// The tool version written into genesis records.
+pub const TOOL_VERSION: &str = concat!("benchledger ", env!("CARGO_PKG_VERSION"));
+
+/// An event to append, with who appends it and an optional idempotency key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    /// Who appends it.
+    pub actor: String,
+    /// The event.
+    pub event: Event,
+    /// A client idempotency key: the same key with the same payload appends
+    /// once; with a different payload it is refused.
+    pub idempotency_key: Option<String>,
+}
+
+/// The outcome of appending one draft.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The record's seq.
+    pub seq: u64,
+    /// The record's hash.
+    pub hash: Hash,
+    /// False when an earlier record with the same idempotency key and payload
+    /// was found and nothing was appended.
+    pub appended: bool,
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Records that verified before the first damage (all of them when ok).
+    pub records: u64,
+    /// The verified head (`None` when damaged).
+    pub head: Option<Head>,
+    /// The first damage found.
+    pub damage: Option<Damage>,
+}
+
+impl VerifyReport {
+    /// True when no damage was found.
+    pub fn ok(&self) -> bool {
+        self.damage.is_none()
+    }
+}
+
+/// An open ledger holding the writer lock.
+pub struct Ledger {
+    dir: PathBuf,
+    store: SledStore,
+    _lock: File,
+}
+
+/// Creates `dir` owner-only if missing, and warns when an existing one is
+/// readable by others.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if !dir.exists() {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    }
+    let mode = fs::metadata(dir)
+        .map_err(|e| Error::io(format!("stat {}", dir.display()), e))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "ledger directory {} has mode {:o}; expected 0700 (owner-only)",
+            dir.display(),
+            mode & 0o777
+        );
+    }
+    Ok(())
+}
+
+/// Takes the writer lock of `dir`, waiting up to `wait`.
+fn lock(dir: &Path, wait: Duration) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let start = Instant::now();
+    let mut announced = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("lock {}", path.display()), e))
+            }
+        }
+        let waited = start.elapsed();
+        if waited >= wait {
+            return Err(Error::LockTimeout {
+                dir: dir.display().to_string(),
+                waited_ms: waited.as_millis() as u64,
+            });
+        }
+        if !announced {
+            tracing::info!("waiting for the writer lock of {}", dir.display());
+            announced = true;
+        }
+        std::thread::sleep(Duration::from_millis(LOCK_POLL_MS).min(wait - waited));
+    }
+}
+
+/// Checks one draft and encodes it as record `seq`.
+fn encode_draft(d: &Draft, payload: Vec<u8>, seq: u64, now_ns: u64) -> Result<Vec<u8>> {
+    record::check_actor(&d.actor)?;
+    if let Some(k) = &d.idempotency_key {
+        record::check_idempotency_key(k)?;
+    }
+    crate::log::guard::check_header(&d.actor, d.idempotency_key.as_deref())?;
+    crate::log::guard::check_event(&d.event)?;
+    let bytes = Record {
+        format: FORMAT_VERSION,
+        seq,
+        recorded_at_utc_ns: now_ns,
+        actor: d.actor.clone(),
+        kind: d.event.kind().to_string(),
+        idempotency_key: d.idempotency_key.clone(),
+        payload,
+    }
+    .encode();
+    record::check_size(seq, d.event.kind(), bytes.len())?;
+    Ok(bytes)
+}
+
+/// Checks one append's size against `APPEND_BATCH_RECORDS_MAX` and
+/// `APPEND_BATCH_BYTES_MAX`.
+pub fn check_batch(records: usize, bytes: usize) -> Result<()> {
+    if records > APPEND_BATCH_RECORDS_MAX {
+        return Err(Error::input(format!(
+            "one append may carry at most {APPEND_BATCH_RECORDS_MAX} records, got {records}"
+        )));
+    }
+    if bytes > APPEND_BATCH_BYTES_MAX {
+        return Err(Error::input(format!(
+            "one append may carry at most {APPEND_BATCH_BYTES_MAX} bytes, got {bytes}"
+        )));
+    }
+    Ok(())
+}
+
+impl Ledger {
+    /// True when `dir` holds a ledger store.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join(STORE_DIR).exists()
+    }
+
+    /// Creates a ledger in `dir` (which must not hold one) with its genesis
+    /// record. `ledger_id` is 16 random bytes chosen by the caller.
+    pub fn create(
+        dir: &Path,
+        lock_wait: Duration,
+        ledger_id: [u8; 16],
+        actor: &str,
+        now_ns: u64,
+    ) -> Result<(Ledger, Appended)> {
+        // Check what the genesis record needs before anything is created.
+        record::check_actor(actor)?;
+        crate::log::guard::check_header(actor, None)?;
+        prepare_dir(dir)?;
+        let file = lock(dir, lock_wait)?;
+        if Self::exists(dir) {
+            return Err(Error::input(format!(
+                "{} already holds a ledger",
+                dir.display()
+            )));
+        }
+        let ledger = Ledger {
+            store: SledStore::open(&dir.join(STORE_DIR))?,
+            dir: dir.to_path_buf(),
+            _lock: file,
+        };
+        let genesis = Draft {
+            actor: actor.to_string(),
+            event: Event::LedgerCreated(LedgerCreated {
+                ledger_id: hex::encode(ledger_id),
+                format_version: FORMAT_VERSION,
+                tool_version: TOOL_VERSION.to_string(),
+            }),
+            idempotency_key: None,
+        };
+        let payload = genesis
+            .event
+            .encode_payload()
+            .map_err(|e| Error::input(e.to_string()))?;
+        let bytes = encode_draft(&genesis, payload, 0, now_ns)?;
+        let sealed = Sealed::new(chain::ZERO_HASH, 0, bytes);
+        let head = ledger
+            .store
+            .append(None, std::slice::from_ref(&sealed), &[])?;
+        Ok((
+            ledger,
+            Appended {
+                seq: head.seq,
+                hash: head.hash,
+                appended: true,
+            },
+        ))
+    }
+
+    /// Opens the existing ledger in `dir`, waiting up to `lock_wait` for the
+    /// writer lock.
+    pub fn open(dir: &Path, lock_wait: Duration) -> Result<Ledger> {
+        if !Self::exists(dir) {
+            return Err(Error::input(format!(
+                "no ledger at {} (create one with `benchledger init`)",
+                dir.display()
+            )));
+        }
+        prepare_dir(dir)?;
+        let file = lock(dir, lock_wait)?;
+        Ok(Ledger {
+            store: SledStore::open(&dir.join(STORE_DIR))?,
+            dir: dir.to_path_buf(),
+            _lock: file,
+        })
+    }
+
+    /// The ledger directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store, for damage harnesses.
+    #[doc(hidden)]
+    pub fn store(&self) -> &SledStore {
+        &self.store
+    }
+
+    /// The head, after checking that the record it names links to it
+    /// (the paired check before an append).
+    pub fn head(&self) -> Result<Head> {
+        let raw = self
+            .store
+            .head_raw()?
+            .ok_or_else(|| Error::Damage("seq 0: head_missing: no stored head".into()))?;
+        let head = Head::from_bytes(&raw)
+            .ok_or_else(|| Error::Damage("head_mismatch: the stored head is malformed".into()))?;
+        let value = self.store.value(head.seq)?.ok_or_else(|| {
+            Error::Damage(format!(
+                "seq {}: truncated: the head names a record that is not stored",
+                head.seq
+            ))
+        })?;
+        let ok = chain::split_value(&value).is_some_and(|(prev, hash, bytes)| {
+            hash == head.hash && chain::link_hash(&prev, head.seq, bytes) == hash
+        });
+        if !ok {
+            return Err(Error::Damage(format!(
+                "seq {}: head_mismatch: the head record does not verify; run verify",
+                head.seq
+            )));
+        }
+        Ok(head)
+    }
+
+    /// Appends drafts atomically after the current head, stamped `now_ns`.
+    /// Drafts whose idempotency key was seen with the same kind and payload
+    /// append nothing and return the original seq; with a different payload,
+    /// the whole append is refused.
+    pub fn append(&self, drafts: &[Draft], now_ns: u64) -> Result<Vec<Appended>> {
+        self.append_iter(drafts.iter().cloned().map(Ok), now_ns)
+    }
+
+    /// `append` over a stream of drafts; the first error (of the stream or
+    /// of a draft) appends nothing.
+    pub fn append_iter(
+        &self,
+        drafts: impl IntoIterator<Item = Result<Draft>>,
+        now_ns: u64,
+    ) -> Result<Vec<Appended>> {
+        let mut batch = self.batch(now_ns)?;
+        for d in drafts {
+            batch.push(d?)?;
+        }
+        batch.commit()
+    }
+
+    /// Starts an atomic batch after the current head: drafts are checked,
+    /// encoded and linked as they are pushed (only their encoded records are
+    /// held), and nothing is written until `commit`. Dropping the batch
+    /// appends nothing.
+    pub fn batch(&self, now_ns: u64) -> Result<Batch<'_>> {
+        let head = self.head()?;
+        Ok(Batch {
+            ledger: self,
+            head,
+            now_ns,
+            prev: head.hash,
+            out: Vec::new(),
+            sealed: Vec::new(),
+            index: Vec::new(),
+            batch_keys: std::collections::HashMap::new(),
+            bytes_total: 0,
+        })
+    }
+
+    /// Reads and checks one record: its own link, not its predecessors'.
+    pub fn read(&self, seq: u64) -> Result<Verified> {
+        let value = self
+            .store
+            .value(seq)?
+            .ok_or_else(|| Error::input(format!("no record at seq {seq}")))?;
+        let (prev, _, _) = chain::split_value(&value)
+            .ok_or_else(|| Error::Damage(format!("seq {seq}: truncated_record: run verify")))?;
+        let mut w = if seq == 0 {
+            Walker::from_genesis()
+        } else {
+            Walker::after(seq - 1, prev)
+        };
+        w.step(&seq.to_be_bytes(), &value)
+            .map_err(|d| Error::Damage(d.to_string()))
+    }
+
+    /// Verified records from genesis, in order. Each item has passed the
+    /// full link check from seq 0; the first damage ends the walk with an
+    /// error.
+    pub fn records(&self) -> Result<Records<'_>> {
+        self.records_from(0)
+    }
+
+    /// Verified records from `from` up to the acknowledged head. The walk
+    /// starts at the stored link of `from` (checked against its
+    /// predecessor's stored hash), so a range read is as strict as a full
+    /// one from that point.
+    pub fn records_from(&self, from: u64) -> Result<Records<'_>> {
+        let head = self.head()?;
+        let walker = if from == 0 {
+            Walker::from_genesis()
+        } else {
+            let before = self.read(from - 1)?;
+            Walker::after(from - 1, before.hash)
+        };
+        Ok(Records {
+            inner: self.store.scan(from),
+            walker,
+            head,
+            done: false,
+        })
+    }
+
+    /// Recomputes every link from seq 0, checks the head, and checks that
+    /// the idempotency index is exactly what the records imply.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let head_raw = self.store.head_raw()?;
+        let head_seq = head_raw
+            .as_deref()
+            .and_then(Head::from_bytes)
+            .map(|h| h.seq);
+        let mut walker = Walker::from_genesis();
+        let mut last: Option<Head> = None;
+        let mut at_head: Option<Hash> = None;
+        let mut keys: std::collections::BTreeMap<Vec<u8>, u64> = std::collections::BTreeMap::new();
+        let report = |records: u64, damage: Damage| VerifyReport {
+            records,
+            head: None,
+            damage: Some(damage),
+        };
+        for pair in self.store.scan(0) {
+            let (k, v) = pair?;
+            let verified = match walker.step(&k, &v) {
+                Ok(x) => x,
+                Err(d) => return Ok(report(walker.next_seq(), d)),
+            };
+            let seq = verified.decoded.record.seq;
+            if let Some(key) = verified.decoded.record.idempotency_key {
+                if keys.insert(key.into_bytes(), seq).is_some() {
+                    return Ok(report(
+                        seq,
+                        Damage {
+                            seq,
+                            kind: DamageKind::IndexMismatch,
+                            detail: "an idempotency key appears on two records".into(),
+                        },
+                    ));
+                }
+            }
+            if Some(seq) == head_seq {
+                at_head = Some(verified.hash);
+            }
+            last = Some(Head {
+                seq,
+                hash: verified.hash,
+            });
+        }
+        let count = last.map_or(0, |h| h.seq + 1);
+        let head = match chain::check_head(head_raw.as_deref(), last, at_head) {
+            Ok(h) => h,
+            Err(d) => return Ok(report(count, d)),
+        };
+        let mut index = std::collections::BTreeMap::new();
+        for pair in self.store.idempotency_scan() {
+            let (k, v) = pair?;
+            let seq = <[u8; 8]>::try_from(&v[..])
+                .map(u64::from_be_bytes)
+                .unwrap_or(u64::MAX);
+            index.insert(k.to_vec(), seq);
+        }
+        if index != keys {
+            let seq = index
+                .iter()
+                .find(|(k, s)| keys.get(*k) != Some(s))
+                .map(|(_, s)| *s)
+                .or_else(|| {
+                    keys.iter()
+                        .find(|(k, _)| !index.contains_key(*k))
+                        .map(|(_, s)| *s)
+                })
+                .unwrap_or(0);
+            let d = Damage {
+                seq,
+                kind: DamageKind::IndexMismatch,
+                detail: "the idempotency index disagrees with the records".into(),
+            };
+            return Ok(report(count, d));
+        }
+        Ok(VerifyReport {
+            records: count,
+            head: Some(head),
+            damage: None,
+        })
+    }
+
+    /// Appends already-sealed records (an import). The batch must continue
+    /// the current head.
+    pub(crate) fn append_sealed(
+        &self,
+        expected: Option<Head>,
+        batch: &[Sealed],
+        index: &[(String, u64)],
+    ) -> Result<Head> {
+        self.store.append(expected, batch, index)
+    }
+
+    /// Opens a fresh, empty store in `dir` for an import (no genesis).
+    pub(crate) fn create_empty(dir: &Path, lock_wait: Duration) -> Result<Ledger> {
+        prepare_dir(dir)?;
+        let file = lock(dir, lock_wait)?;
+        if Self::exists(dir) {
+            return Err(Error::input(format!(
+                "{} already holds a ledger",
+                dir.display()
+            )));
+        }
+        Ok(Ledger {
+            store: SledStore::open(&dir.join(STORE_DIR))?,
+            dir: dir.to_path_buf(),
+            _lock: file,
+        })
+    }
+}
+
+/// An atomic append being built (see `Ledger::batch`).
+pub struct Batch<'a> {
+    ledger: &'a Ledger,
+    head: Head,
+    now_ns: u64,
+    prev: Hash,
+    out: Vec<Appended>,
+    sealed: Vec<Sealed>,
+    index: Vec<(String, u64)>,
+    /// Keys first seen in this batch -> (position in `sealed`, kind,
+    /// BLAKE3 of the payload).
+    batch_keys: std::collections::HashMap<String, (usize, &'static str, [u8; 32])>,
+    bytes_total: usize,
+}
+
+impl Batch<'_> {
+    /// Checks, encodes and links one draft. A draft whose idempotency key was
+    /// seen (in the ledger or earlier in this batch) with the same kind and
+    /// payload adds nothing and reports the original; with another payload
+    /// it is refused (LEDGER-2).
+    pub fn push(&mut self, d: Draft) -> Result<Appended> {
+        let payload = d
+            .event
+            .encode_payload()
+            .map_err(|e| Error::input(format!("{}: {e}", d.event.kind())))?;
+        if let Some(key) = &d.idempotency_key {
+            record::check_idempotency_key(key)?;
+            if let Some((n, kind, earlier)) = self.batch_keys.get(key) {
+                let s = &self.sealed[*n];
+                if *kind != d.event.kind() || *earlier != *blake3::hash(&payload).as_bytes() {
+                    return Err(idempotency_conflict(key, s.seq));
+                }
+                let a = Appended {
+                    seq: s.seq,
+                    hash: s.hash,
+                    appended: false,
+                };
+                self.out.push(a);
+                return Ok(a);
+            }
+            if let Some(seq) = self.ledger.store.idempotency_seq(key)? {
+                let original = self.ledger.read(seq)?;
+                if original.decoded.record.kind != d.event.kind()
+                    || original.decoded.record.payload != payload
+                {
+                    return Err(idempotency_conflict(key, seq));
+                }
+                let a = Appended {
+                    seq,
+                    hash: original.hash,
+                    appended: false,
+                };
+                self.out.push(a);
+                return Ok(a);
+            }
+        }
+        let seq = self.head.seq + 1 + self.sealed.len() as u64;
+        let payload_hash = d
+            .idempotency_key
+            .as_ref()
+            .map(|_| *blake3::hash(&payload).as_bytes());
+        let bytes = encode_draft(&d, payload, seq, self.now_ns)?;
+        self.bytes_total += bytes.len();
+        check_batch(self.sealed.len() + 1, self.bytes_total)?;
+        let s = Sealed::new(self.prev, seq, bytes);
+        self.prev = s.hash;
+        if let Some(key) = d.idempotency_key {
+            self.index.push((key.clone(), seq));
+            self.batch_keys.insert(
+                key,
+                (
+                    self.sealed.len(),
+                    d.event.kind(),
+                    payload_hash.unwrap_or_default(),
+                ),
+            );
+        }
+        let a = Appended {
+            seq,
+            hash: s.hash,
+            appended: true,
+        };
+        self.out.push(a);
+        self.sealed.push(s);
+        Ok(a)
+    }
+
+    /// New records in the batch so far.
+    pub fn new_records(&self) -> usize {
+        self.sealed.len()
+    }
+
+    /// Writes the batch in one transaction (CAS on the head) and flushes;
+    /// returns the outcome of every pushed draft, in order.
+    pub fn commit(self) -> Result<Vec<Appended>> {
+        if !self.sealed.is_empty() {
+            self.ledger
+                .store
+                .append(Some(self.head), &self.sealed, &self.index)?;
+        }
+        Ok(self.out)
+    }
+}
+
+fn idempotency_conflict(key: &str, seq: u64) -> Error {
+    Error::Refused {
+        rule: "LEDGER-2",
+        message: format!(
+            "idempotency key {key:?} was used at seq {seq} with a different payload; nothing was appended"
+        ),
+    }
+}
+
+/// Verified records in seq order up to the head; ends at the first damage
+/// with an error.
+pub struct Records<'a> {
+    inner: Box<dyn Iterator<Item = Result<crate::log::store::RawPair>> + 'a>,
+    walker: Walker,
+    head: Head,
+    done: bool,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<Verified>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.walker.next_seq() > self.head.seq {
+            return None;
+        }
+        let item = match self.inner.next() {
+            None => Err(Error::Damage(format!(
+                "seq {}: truncated: the log ends before the head {}",
+                self.walker.next_seq(),
+                self.head.seq
+            ))),
+            Some(Err(e)) => Err(e),
+            Some(Ok((k, v))) => self
+                .walker
+                .step(&k, &v)
+                .map_err(|d| Error::Damage(d.to_string())),
+        };
+        let item = item.and_then(|v| {
+            if v.decoded.record.seq == self.head.seq && v.hash != self.head.hash {
+                Err(Error::Damage(format!(
+                    "seq {}: head_mismatch: run verify",
+                    self.head.seq
+                )))
+            } else {
+                Ok(v)
+            }
+        });
+        if item.is_err() {
+            self.done = true;
+        }
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+#[path = "ledger_tests.rs"]
+mod tests;

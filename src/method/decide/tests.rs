@@ -1,0 +1,882 @@
+//! Given events / when command / then events or refusal. No store.
+
+use super::*;
+use crate::method::projections::{At, State};
+use crate::schema::manifest::tests::{example, EXAMPLE, EXAMPLE_PRIVATE};
+
+fn given(events: &[Event]) -> State {
+    let mut s = State::default();
+    for (i, e) in events.iter().enumerate() {
+        s.apply(
+            At {
+                seq: i as u64 + 1,
+                utc_ns: 1_000 * (i as u64 + 1),
+            },
+            e,
+        );
+    }
+    s
+}
+
+fn frozen_event() -> Event {
+    Event::ManifestFrozen(example())
+}
+
+/// A second, fully separate lineage (new label, tag, paths, ports, job names).
+fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozen {
+    let public = EXAMPLE
+        .replace("short13-kimi-2026-11", "short13-kimi-2026-12")
+        .replace("= [187", "= [197")
+        .replacen(extra_from, extra_to, 1);
+    let private = EXAMPLE_PRIVATE.replace("short13-kimi-2026-11", "short13-kimi-2026-12");
+    crate::schema::manifest::freeze(&public, "m2", &private, "p2").unwrap()
+}
+
+fn rule(r: Result<Vec<Event>>) -> &'static str {
+    match r {
+        Err(Error::Refused { rule, .. }) => rule,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn freezing_into_an_empty_ledger_appends_the_manifest() {
+    let events = freeze(&given(&[]), example()).unwrap();
+    assert_eq!(events, vec![frozen_event()]);
+}
+
+#[test]
+fn a_frozen_lineage_is_never_edited() {
+    // rule FREEZE-3
+    assert_eq!(
+        rule(freeze(&given(&[frozen_event()]), example())),
+        "FREEZE-3"
+    );
+}
+
+#[test]
+fn a_new_lineage_with_new_resources_freezes() {
+    // rule FREEZE-4
+    let s = given(&[frozen_event()]);
+    assert_eq!(freeze(&s, other_lineage("", "")).unwrap().len(), 1);
+}
+
+#[test]
+fn reusing_a_port_path_or_job_name_of_an_earlier_lineage_is_refused() {
+    // rule FREEZE-4
+    let s = given(&[frozen_event()]);
+    assert_eq!(
+        rule(freeze(
+            &s,
+            other_lineage("ports = [19711]", "ports = [18711]")
+        )),
+        "FREEZE-4"
+    );
+    let path = "/srv/bench/short13-kimi-2026-12/r2/daemon.log";
+    assert_eq!(
+        rule(freeze(
+            &s,
+            other_lineage(path, "/srv/bench/short13-kimi-2026-11/r2/daemon.log")
+        )),
+        "FREEZE-4"
+    );
+    let job = "job_name = \"short13-kimi-2026-12-control\"";
+    assert_eq!(
+        rule(freeze(
+            &s,
+            other_lineage(job, "job_name = \"short13-kimi-2026-11-control\"")
+        )),
+        "FREEZE-4"
+    );
+    let tag = "run_value = \"short13-kimi-2026-12\"";
+    assert_eq!(
+        rule(freeze(
+            &s,
+            other_lineage(tag, "run_value = \"short13-kimi-2026-11\"")
+        )),
+        "FREEZE-4"
+    );
+}
+
+#[test]
+fn operator_and_reviewer_sign_off_once_each() {
+    // rule FREEZE-7
+    let s = given(&[frozen_event()]);
+    let op = sign_off(&s, None, SignOffRole::Operator, "alice").unwrap();
+    let s = given(&[frozen_event(), op[0].clone()]);
+    assert!(!s.lineage(None).unwrap().signed_off());
+    assert_eq!(
+        rule(sign_off(&s, None, SignOffRole::Operator, "carol")),
+        "FREEZE-7"
+    );
+    let rev = sign_off(
+        &s,
+        Some("short13-kimi-2026-11"),
+        SignOffRole::Reviewer,
+        "bob",
+    )
+    .unwrap();
+    let s = given(&[frozen_event(), op[0].clone(), rev[0].clone()]);
+    assert!(s.lineage(None).unwrap().signed_off());
+    let Event::ManifestSignedOff(e) = &rev[0] else {
+        panic!()
+    };
+    assert_eq!(e.manifest_blake3, example().manifest_blake3);
+}
+
+#[test]
+fn operator_and_reviewer_are_two_distinct_names() {
+    // rule FREEZE-7
+    let op = sign_off(
+        &given(&[frozen_event()]),
+        None,
+        SignOffRole::Operator,
+        "alice",
+    )
+    .unwrap();
+    let s = given(&[frozen_event(), op[0].clone()]);
+    assert_eq!(
+        rule(sign_off(&s, None, SignOffRole::Reviewer, "alice")),
+        "FREEZE-7"
+    );
+}
+
+#[test]
+fn sign_off_needs_a_frozen_lineage_and_a_name() {
+    assert!(matches!(
+        sign_off(&given(&[]), None, SignOffRole::Operator, "a"),
+        Err(Error::Input(_))
+    ));
+    let s = given(&[frozen_event()]);
+    assert!(matches!(
+        sign_off(&s, Some("nope"), SignOffRole::Operator, "a"),
+        Err(Error::Input(_))
+    ));
+    assert!(matches!(
+        sign_off(&s, None, SignOffRole::Operator, "  "),
+        Err(Error::Input(_))
+    ));
+    let at = "n".repeat(SIGN_OFF_NAME_BYTES_MAX);
+    assert!(sign_off(&s, None, SignOffRole::Operator, &at).is_ok());
+    assert!(matches!(
+        sign_off(&s, None, SignOffRole::Operator, &format!("{at}n")),
+        Err(Error::Input(_))
+    ));
+}
+
+#[test]
+fn with_two_lineages_a_label_is_required() {
+    let s = given(&[frozen_event(), Event::ManifestFrozen(other_lineage("", ""))]);
+    assert!(matches!(
+        sign_off(&s, None, SignOffRole::Operator, "a"),
+        Err(Error::Input(_))
+    ));
+    assert!(sign_off(&s, Some("short13-kimi-2026-12"), SignOffRole::Operator, "a").is_ok());
+}
+
+// --- groups and cases (issue: case lifecycle) -------------------------------
+
+mod lifecycle {
+    use super::*;
+    use crate::schema::events::*;
+    use std::collections::BTreeMap;
+
+    const L: &str = "short13-kimi-2026-11";
+    const CFG: &str = "c0nf";
+
+    fn gref(g: &str) -> GroupRef {
+        GroupRef {
+            lineage: L.into(),
+            group: g.into(),
+        }
+    }
+
+    fn case(task: &str, trial: &str, replacement: u8) -> CaseRef {
+        CaseRef {
+            task: task.into(),
+            trial: trial.into(),
+            replacement,
+        }
+    }
+
+    fn signed() -> Vec<Event> {
+        vec![
+            frozen_event(),
+            Event::ManifestSignedOff(ManifestSignedOff {
+                lineage: L.into(),
+                manifest_blake3: String::new(),
+                role: SignOffRole::Operator,
+                name: "alice".into(),
+            }),
+            Event::ManifestSignedOff(ManifestSignedOff {
+                lineage: L.into(),
+                manifest_blake3: String::new(),
+                role: SignOffRole::Reviewer,
+                name: "bob".into(),
+            }),
+        ]
+    }
+
+    fn open_cmd(group: &str) -> GroupOpen {
+        let m = example().manifest.public;
+        let g = m.groups.iter().find(|g| g.name == group).unwrap().clone();
+        GroupOpen {
+            lineage: None,
+            group: group.into(),
+            binary_sha256: m.software.bitrouter_binary_sha256.clone(),
+            config_sha256: m.software.bitrouter_config_sha256[group].clone(),
+            ports: g.ports,
+            db_path: g.db_path,
+            out_dir: g.out_dir,
+        }
+    }
+
+    fn opened(group: &str) -> Event {
+        let c = open_cmd(group);
+        Event::GroupOpened(GroupOpened {
+            group: gref(group),
+            binary_sha256: c.binary_sha256,
+            config_sha256: c.config_sha256,
+            ports: c.ports,
+            db_path: c.db_path,
+            out_dir: c.out_dir,
+        })
+    }
+
+    fn check(kind: CheckKind, group: Option<&str>, target: &str, status: Status) -> Event {
+        Event::CheckRecorded(CheckRecorded {
+            lineage: L.into(),
+            group: group.map(Into::into),
+            check: kind,
+            target: target.into(),
+            status,
+            details: BTreeMap::new(),
+        })
+    }
+
+    /// Every gate a start of `group` needs, passing.
+    fn gates(group: &str) -> Vec<Event> {
+        let mut v = vec![
+            Event::IdentityChecked(IdentityChecked {
+                lineage: L.into(),
+                selector: "profile:bench-operator".into(),
+                region: "us-east-1".into(),
+                endpoint_override: None,
+                ambient_variables_ignored: vec![],
+                account: None,
+                principal: None,
+                status: Status::Pass,
+                error: None,
+            }),
+            Event::QuotaChecked(QuotaChecked {
+                lineage: L.into(),
+                region: "us-east-1".into(),
+                quota_code: "L-1216C47A".into(),
+                quota_vcpu: 64,
+                used_vcpu: 0,
+                available_vcpu: 64,
+                required_vcpu: 6,
+                status: Status::Pass,
+                error: None,
+            }),
+            check(CheckKind::Residue, Some(group), "run-tag", Status::Pass),
+            check(
+                CheckKind::DaemonHealth,
+                Some(group),
+                "http://10.20.0.10/health",
+                Status::Pass,
+            ),
+            check(CheckKind::ConfigValidated, None, CFG, Status::Pass),
+        ];
+        for r in example().manifest.public.routes {
+            v.push(check(
+                CheckKind::ProviderSentinel,
+                None,
+                &r.gate_target,
+                Status::Pass,
+            ));
+        }
+        v
+    }
+
+    fn sealed(group: &str, status: &str) -> Event {
+        Event::GroupSealed(GroupSealed {
+            group: gref(group),
+            status: status.into(),
+            rows: vec![],
+            skipped_security_policy: vec![],
+            projection_version: 1,
+        })
+    }
+
+    fn feedback(group: &str) -> Event {
+        Event::FeedbackApplied(FeedbackApplied {
+            group: gref(group),
+            policy_snapshot_before: "a".into(),
+            policy_snapshot_after: "b".into(),
+        })
+    }
+
+    fn started(group: &str, c: CaseRef) -> Event {
+        Event::CaseStarted(CaseStarted {
+            group: gref(group),
+            case: c,
+            trial_name: "t".into(),
+            trial_config_blake3: CFG.into(),
+            gate_seqs: vec![],
+            command: vec![],
+        })
+    }
+
+    fn result(group: &str, c: CaseRef, reward: Option<&str>, exception: Option<&str>) -> Event {
+        Event::TrialResultRecorded(TrialResultRecorded {
+            group: gref(group),
+            case: c,
+            trial_name: "t".into(),
+            attempt_id: "a".into(),
+            task_name: "x".into(),
+            task_id: HarborTaskId {
+                git_url: None,
+                git_commit_id: None,
+                path: Some("x".into()),
+                org: None,
+                name: None,
+                git_ref: None,
+            },
+            source: None,
+            task_checksum: "c".into(),
+            agent: "terminus-2@2.0.0".into(),
+            model: None,
+            rewards: reward.map(|r| {
+                [("reward".to_string(), r.to_string())]
+                    .into_iter()
+                    .collect()
+            }),
+            exception_type: exception.map(Into::into),
+            exception_message_blake3: None,
+            started_at: None,
+            finished_at: None,
+            n_input_tokens: None,
+            n_cache_tokens: None,
+            n_output_tokens: None,
+            config_blake3: "c".into(),
+            result_path: "r".into(),
+            result_blake3: "r".into(),
+        })
+    }
+
+    fn refusal(group: &str, c: CaseRef, class: RefusalClass, http_status: u16) -> Event {
+        Event::SecurityRefusalRecorded(SecurityRefusalRecorded {
+            group: gref(group),
+            case: c,
+            class,
+            http_status,
+            request_id: None,
+            evidence_blake3: "e".into(),
+        })
+    }
+
+    fn start_cmd(group: &str, c: CaseRef, now_seq: u64) -> CaseStart {
+        CaseStart {
+            lineage: None,
+            group: group.into(),
+            case: c,
+            trial_name: "t".into(),
+            trial_config_blake3: CFG.into(),
+            command: vec![],
+            now_utc_ns: 1_000 * now_seq,
+        }
+    }
+
+    /// A lineage whose canary is accepted and whose control is open with
+    /// every gate passing.
+    fn control_ready() -> Vec<Event> {
+        let mut e = signed();
+        e.push(opened("canary-1"));
+        e.push(sealed("canary-1", "accepted"));
+        e.push(opened("control"));
+        e.extend(gates("control"));
+        e
+    }
+
+    fn start(events: &[Event], group: &str, c: CaseRef) -> Result<Vec<Event>> {
+        let now = events.len() as u64 + 1;
+        case_start(&given(events), start_cmd(group, c, now))
+    }
+
+    #[test]
+    fn a_canary_starts_once_every_gate_holds_without_sign_off() {
+        // rule GATE-6, rule FREEZE-7 (sign-off is for scored groups)
+        let mut e = vec![frozen_event(), opened("canary-1")];
+        e.extend(gates("canary-1"));
+        let out = start(&e, "canary-1", case("hello-world", "c1", 0)).unwrap();
+        let Event::CaseStarted(s) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(s.group, gref("canary-1"));
+        assert_eq!(
+            s.gate_seqs.len(),
+            8,
+            "identity, quota, residue, health, config, three sentinels"
+        );
+    }
+
+    #[test]
+    fn a_scored_case_needs_both_sign_offs() {
+        // rule FREEZE-7
+        let mut e = control_ready();
+        e.remove(2); // the reviewer's sign-off
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t1", 0))),
+            "FREEZE-7"
+        );
+        assert!(start(&control_ready(), "control", case("fix-git", "t1", 0)).is_ok());
+    }
+
+    #[test]
+    fn the_group_must_be_targeted_open_and_not_closed() {
+        // rule LINEAGE-1, rule GATE-4, rule CASE-9
+        let e = control_ready();
+        assert_eq!(rule(start(&e, "r3", case("fix-git", "t1", 0))), "LINEAGE-1");
+        let mut not_open = signed();
+        not_open.push(opened("canary-1"));
+        not_open.push(sealed("canary-1", "accepted"));
+        not_open.extend(gates("control"));
+        assert_eq!(
+            rule(start(&not_open, "control", case("fix-git", "t1", 0))),
+            "GATE-4"
+        );
+        let mut closed = control_ready();
+        closed.push(Event::GroupClosed(GroupClosed {
+            group: gref("control"),
+        }));
+        assert_eq!(
+            rule(start(&closed, "control", case("fix-git", "t1", 0))),
+            "CASE-9"
+        );
+    }
+
+    #[test]
+    fn only_identities_of_the_frozen_manifest_start() {
+        // rule CASE-8
+        let e = control_ready();
+        assert_eq!(
+            rule(start(&e, "control", case("not-a-task", "t1", 0))),
+            "CASE-8"
+        );
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t9", 0))),
+            "CASE-8"
+        );
+        assert_eq!(
+            rule(start(&e, "control", case("hello-world", "c1", 0))),
+            "CASE-8",
+            "canary identities never enter a scored group"
+        );
+    }
+
+    #[test]
+    fn a_started_identity_is_consumed_forever() {
+        // rule CASE-2, rule CASE-1
+        let mut e = control_ready();
+        e.push(started("control", case("fix-git", "t1", 0)));
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t1", 0))),
+            "CASE-2"
+        );
+        e.push(result(
+            "control",
+            case("fix-git", "t1", 0),
+            None,
+            Some("RuntimeError"),
+        ));
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t1", 0))),
+            "CASE-2",
+            "a failed case is still consumed"
+        );
+    }
+
+    #[test]
+    fn every_gate_must_be_recorded_passing_and_fresh() {
+        // rule GATE-1, rule GATE-2, rule GATE-3, rule GATE-6, rule GATE-7
+        let base = control_ready();
+        let gate_at = |rule_id: &str| -> Vec<usize> {
+            base.iter()
+                .enumerate()
+                .filter(|(_, e)| match (rule_id, e) {
+                    ("GATE-1", Event::IdentityChecked(_)) | ("GATE-2", Event::QuotaChecked(_)) => {
+                        true
+                    }
+                    // Control needs only the strong route's sentinel (LINEAGE-8).
+                    ("GATE-3", Event::CheckRecorded(c)) => {
+                        c.check != CheckKind::ConfigValidated
+                            && c.group.as_deref() != Some("canary-1")
+                            && (c.check != CheckKind::ProviderSentinel
+                                || c.target == "anthropic:claude-sonnet-4-5")
+                    }
+                    ("GATE-7", Event::CheckRecorded(c)) => c.check == CheckKind::ConfigValidated,
+                    _ => false,
+                })
+                .map(|(i, _)| i)
+                .collect()
+        };
+        for r in ["GATE-1", "GATE-2", "GATE-3", "GATE-7"] {
+            for i in gate_at(r) {
+                // Missing.
+                let mut e = base.clone();
+                e.remove(i);
+                assert_eq!(
+                    rule(start(&e, "control", case("fix-git", "t1", 0))),
+                    r,
+                    "missing gate {i}"
+                );
+                // Failed: a later failing observation of the same gate wins.
+                let mut e = base.clone();
+                let failed = match &base[i] {
+                    Event::IdentityChecked(x) => Event::IdentityChecked(IdentityChecked {
+                        status: Status::Fail,
+                        ..x.clone()
+                    }),
+                    Event::QuotaChecked(x) => Event::QuotaChecked(QuotaChecked {
+                        status: Status::Fail,
+                        ..x.clone()
+                    }),
+                    Event::CheckRecorded(x) => Event::CheckRecorded(CheckRecorded {
+                        status: Status::Fail,
+                        ..x.clone()
+                    }),
+                    _ => unreachable!(),
+                };
+                e.push(failed);
+                assert_eq!(
+                    rule(start(&e, "control", case("fix-git", "t1", 0))),
+                    r,
+                    "failed gate {i}"
+                );
+            }
+        }
+        // Stale: everything older than the 1800 s window.
+        let mut cmd = start_cmd("control", case("fix-git", "t1", 0), 0);
+        cmd.now_utc_ns = 1_801 * 1_000_000_000 + 1_000 * base.len() as u64;
+        assert_eq!(rule(case_start(&given(&base), cmd)), "GATE-1");
+        // A config other than the validated one.
+        let mut cmd = start_cmd("control", case("fix-git", "t1", 0), base.len() as u64 + 1);
+        cmd.trial_config_blake3 = "other".into();
+        assert_eq!(rule(case_start(&given(&base), cmd)), "GATE-7");
+        // A sentinel for one exact target never stands in for another (PLANE-2).
+        let mut e = base.clone();
+        e.push(check(
+            CheckKind::ProviderSentinel,
+            None,
+            "anthropic:claude-sonnet-4-5",
+            Status::Fail,
+        ));
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t1", 0))),
+            "GATE-3"
+        );
+    }
+
+    #[test]
+    fn concurrency_counts_started_cases_that_are_not_terminal() {
+        // rule CASE-7
+        let mut e = control_ready();
+        e.push(started("control", case("fix-git", "t1", 0)));
+        assert_eq!(
+            rule(start(&e, "control", case("regex-log", "t1", 0))),
+            "CASE-7"
+        );
+        e.push(result(
+            "control",
+            case("fix-git", "t1", 0),
+            Some("1.0"),
+            None,
+        ));
+        assert!(start(&e, "control", case("regex-log", "t1", 0)).is_ok());
+    }
+
+    #[test]
+    fn scored_work_needs_an_accepted_canary() {
+        // rule GATE-5
+        let mut e = signed();
+        e.push(opened("canary-1"));
+        e.push(sealed("canary-1", "accepted"));
+        e.push(opened("control"));
+        e.extend(gates("control"));
+        // The projection ignores a rejection recorded after acceptance
+        // (VERDICT-4: the first seal is final), so build the rejected case
+        // afresh.
+        let mut rejected = signed();
+        rejected.push(opened("canary-1"));
+        rejected.push(sealed("canary-1", "rejected_cleanup"));
+        rejected.extend(gates("control"));
+        let s = given(&rejected);
+        assert_eq!(
+            rule(group_open(&s, open_cmd("control"))),
+            "GATE-5",
+            "control opens only after an accepted canary"
+        );
+        assert!(start(&e, "control", case("fix-git", "t1", 0)).is_ok());
+    }
+
+    #[test]
+    fn rounds_open_in_order_after_acceptance_and_feedback() {
+        // rule LINEAGE-2, rule LINEAGE-5
+        let mut e = control_ready();
+        assert_eq!(
+            rule(group_open(&given(&e), open_cmd("r1"))),
+            "LINEAGE-2",
+            "control not sealed"
+        );
+        e.push(sealed("control", "rejected_join"));
+        assert_eq!(
+            rule(group_open(&given(&e), open_cmd("r1"))),
+            "LINEAGE-2",
+            "control rejected"
+        );
+        let mut e = control_ready();
+        e.push(sealed("control", "accepted"));
+        assert_eq!(group_open(&given(&e), open_cmd("r1")).unwrap().len(), 1);
+        e.push(opened("r1"));
+        e.push(sealed("r1", "accepted"));
+        assert_eq!(
+            rule(group_open(&given(&e), open_cmd("r2"))),
+            "LINEAGE-2",
+            "r2 needs r1's feedback"
+        );
+        e.push(feedback("r1"));
+        assert_eq!(group_open(&given(&e), open_cmd("r2")).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn group_open_values_must_equal_the_frozen_manifest() {
+        // rule GATE-4, rule FREEZE-4
+        let mut e = signed();
+        e.push(opened("canary-1"));
+        e.push(sealed("canary-1", "accepted"));
+        let s = given(&e);
+        assert_eq!(
+            rule(group_open(
+                &s,
+                GroupOpen {
+                    binary_sha256: "0".repeat(64),
+                    ..open_cmd("control")
+                }
+            )),
+            "GATE-4"
+        );
+        assert_eq!(
+            rule(group_open(
+                &s,
+                GroupOpen {
+                    config_sha256: "0".repeat(64),
+                    ..open_cmd("control")
+                }
+            )),
+            "GATE-4"
+        );
+        assert_eq!(
+            rule(group_open(
+                &s,
+                GroupOpen {
+                    ports: vec![9999],
+                    ..open_cmd("control")
+                }
+            )),
+            "FREEZE-4"
+        );
+        assert_eq!(
+            rule(group_open(
+                &s,
+                GroupOpen {
+                    db_path: "/tmp/x".into(),
+                    ..open_cmd("control")
+                }
+            )),
+            "FREEZE-4"
+        );
+        assert_eq!(
+            rule(group_open(&s, open_cmd("canary-1"))),
+            "FREEZE-4",
+            "opened twice"
+        );
+        assert_eq!(group_open(&s, open_cmd("control")).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn group_close_once_after_open() {
+        // rule CASE-9
+        let e = control_ready();
+        assert_eq!(group_close(&given(&e), None, "control").unwrap().len(), 1);
+        assert_eq!(rule(group_close(&given(&e), None, "r1")), "CASE-9");
+        let mut closed = e.clone();
+        closed.push(Event::GroupClosed(GroupClosed {
+            group: gref("control"),
+        }));
+        assert_eq!(
+            rule(group_close(&given(&closed), None, "control")),
+            "CASE-9"
+        );
+    }
+
+    #[test]
+    fn a_stopped_lineage_launches_nothing() {
+        // rule VERDICT-3
+        let mut e = control_ready();
+        e.push(Event::LineageStopped(LineageStopped {
+            lineage: L.into(),
+            rule: "GATE-4".into(),
+            reason: "binary differs".into(),
+            evidence_seq: None,
+        }));
+        assert_eq!(
+            rule(start(&e, "control", case("fix-git", "t1", 0))),
+            "VERDICT-3"
+        );
+        assert_eq!(rule(group_open(&given(&e), open_cmd("r1"))), "VERDICT-3");
+    }
+
+    #[test]
+    fn replacement_01_only_after_a_refused_original_and_never_a_third() {
+        // rule CASE-6
+        let c0 = case("password-recovery", "t1", 0);
+        let c1 = case("password-recovery", "t1", 1);
+        let mut e = control_ready();
+        assert_eq!(
+            rule(start(&e, "control", c1.clone())),
+            "CASE-6",
+            "original not started"
+        );
+        e.push(started("control", c0.clone()));
+        e.push(result("control", c0.clone(), None, Some("RuntimeError")));
+        assert_eq!(
+            rule(start(&e, "control", c1.clone())),
+            "CASE-6",
+            "no 403 evidence"
+        );
+        let mut with_429 = e.clone();
+        with_429.push(refusal(
+            "control",
+            c0.clone(),
+            RefusalClass::ProviderPolicyRefusal,
+            429,
+        ));
+        assert_eq!(
+            rule(start(&with_429, "control", c1.clone())),
+            "CASE-6",
+            "429 is never a security refusal"
+        );
+        e.push(refusal(
+            "control",
+            c0.clone(),
+            RefusalClass::ProviderPolicyRefusal,
+            403,
+        ));
+        assert!(start(&e, "control", c1.clone()).is_ok());
+        assert_eq!(
+            rule(start(&e, "control", case("password-recovery", "t1", 2))),
+            "CASE-6"
+        );
+        // A valid original result never allows a replacement.
+        let mut valid = control_ready();
+        valid.push(started("control", c0.clone()));
+        valid.push(result("control", c0.clone(), Some("0.0"), None));
+        valid.push(refusal(
+            "control",
+            c0,
+            RefusalClass::ProviderPolicyRefusal,
+            403,
+        ));
+        assert_eq!(rule(start(&valid, "control", c1.clone())), "CASE-6");
+        // And only when the frozen manifest enables the skip.
+        let disabled = crate::schema::manifest::freeze(
+            &EXAMPLE.replace(
+                "security_skip_enabled = true",
+                "security_skip_enabled = false",
+            ),
+            "m",
+            EXAMPLE_PRIVATE,
+            "p",
+        )
+        .unwrap();
+        let mut d = vec![Event::ManifestFrozen(disabled)];
+        d.extend(e.into_iter().skip(1));
+        assert_eq!(rule(start(&d, "control", c1)), "CASE-6");
+    }
+
+    #[test]
+    fn terminal_validity_follows_the_trial_result() {
+        // rule CASE-3
+        let accepted = vec!["AgentTimeoutError".to_string()];
+        let status = |reward: Option<&str>, exception: Option<&str>| {
+            let s = given(&[
+                frozen_event(),
+                started("control", case("fix-git", "t1", 0)),
+                result("control", case("fix-git", "t1", 0), reward, exception),
+            ]);
+            s.lineages[L].groups["control"].cases[&case("fix-git", "t1", 0)].status(&accepted)
+        };
+        assert_eq!(status(Some("1.0"), None), CaseStatus::TerminalValid);
+        assert_eq!(
+            status(Some("0"), None),
+            CaseStatus::TerminalValid,
+            "a failed task is a valid result"
+        );
+        assert_eq!(
+            status(Some("1.0"), Some("AgentTimeoutError")),
+            CaseStatus::TerminalValid
+        );
+        assert_eq!(
+            status(Some("1.0"), Some("RuntimeError")),
+            CaseStatus::TerminalInvalid
+        );
+        assert_eq!(
+            status(None, None),
+            CaseStatus::TerminalInvalid,
+            "no verifier result"
+        );
+        assert_eq!(
+            status(None, Some("EnvironmentStartTimeoutError")),
+            CaseStatus::TerminalInvalid
+        );
+        let s = given(&[frozen_event(), started("control", case("fix-git", "t1", 0))]);
+        assert_eq!(
+            s.lineages[L].groups["control"].cases[&case("fix-git", "t1", 0)].status(&accepted),
+            CaseStatus::Started
+        );
+    }
+
+    #[test]
+    fn resume_lists_only_not_started_identities_without_a_harbor_directory() {
+        // rule CASE-4, rule CASE-2
+        let mut e = control_ready();
+        e.push(started("control", case("fix-git", "t1", 0)));
+        e.push(result(
+            "control",
+            case("regex-log", "t1", 0),
+            Some("1.0"),
+            None,
+        )); // a result never started through the ledger
+        let dirs: std::collections::BTreeSet<String> = ["crack-7z-hash__control-t1".to_string()]
+            .into_iter()
+            .collect();
+        let rows = resume(&given(&e), None, "control", &dirs).unwrap();
+        assert_eq!(rows.len(), 13, "every frozen identity of control is listed");
+        let blocked: Vec<(&str, &str)> = rows
+            .iter()
+            .filter_map(|r| r.blocked.as_deref().map(|b| (r.case.task.as_str(), b)))
+            .collect();
+        assert_eq!(blocked.len(), 2, "{blocked:?}");
+        assert!(blocked
+            .iter()
+            .any(|(t, b)| *t == "fix-git" && b.starts_with("started at seq")));
+        assert!(blocked
+            .iter()
+            .any(|(t, b)| *t == "crack-7z-hash" && b.contains("Harbor trial directory")));
+        assert_eq!(
+            rule(resume(&given(&e), None, "r9", &dirs).map(|_| vec![])),
+            "LINEAGE-1"
+        );
+    }
+}

@@ -1,0 +1,800 @@
+//! Projections: pure folds over the events. No I/O, no clock, no env.
+//!
+//! `State::apply` is infallible for every event `decide` can produce; the
+//! state is rebuilt from the verified log by `replay` and is never stored.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::log::ledger::Ledger;
+use crate::schema::events::{
+    CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
+    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupSealed,
+    LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
+    SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
+};
+
+/// The version of the projection code; attested in sealed verdicts so an
+/// audit can tell which logic produced them.
+pub const PROJECTION_VERSION: u32 = 1;
+
+/// Where an event sits in the log: its seq and when it was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct At {
+    /// The record's seq.
+    pub seq: u64,
+    /// The record's `recorded_at_utc_ns`.
+    pub utc_ns: u64,
+}
+
+/// The states of a case identity (CASE-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    /// Never started: the only state that may launch.
+    NotStarted,
+    /// Started, no terminal evidence yet. Consumed forever (CASE-2).
+    Started,
+    /// A complete TrialResult: the verifier ran, a reward exists, and the
+    /// exception is empty or an accepted typed condition (CASE-3).
+    TerminalValid,
+    /// Terminal without a valid TrialResult.
+    TerminalInvalid,
+}
+
+impl CaseStatus {
+    /// True for the two terminal states.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            CaseStatus::TerminalValid | CaseStatus::TerminalInvalid
+        )
+    }
+}
+
+/// Everything recorded about one case identity of a group.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CaseState {
+    /// The start (at most one: CASE-2).
+    pub started: Option<(At, CaseStarted)>,
+    /// Seqs of every `case_started` of this identity (more than one is a
+    /// violation the verdict reports; decide never produces it).
+    pub start_seqs: Vec<u64>,
+    /// When its launched process exited, if recorded.
+    pub exited: Option<At>,
+    /// Its Harbor TrialResult, if ingested.
+    pub result: Option<(At, TrialResultRecorded)>,
+    /// Seqs of every TrialResult of this identity (exactly one is the rule).
+    pub result_seqs: Vec<u64>,
+    /// Its sanitized 403 evidence (CASE-6).
+    pub refusals: Vec<(At, SecurityRefusalRecorded)>,
+    /// Made terminal-invalid on non-result evidence (CASE-3, CASE-8).
+    pub invalidated: Option<(At, CaseInvalidated)>,
+}
+
+impl CaseState {
+    /// The case's state, given the manifest's accepted typed exceptions.
+    pub fn status(&self, accepted_exceptions: &[String]) -> CaseStatus {
+        if self.started.is_none() {
+            return CaseStatus::NotStarted;
+        }
+        match &self.result {
+            None if self.invalidated.is_some() => CaseStatus::TerminalInvalid,
+            None => CaseStatus::Started,
+            Some((_, r)) => {
+                let reward = r.rewards.as_ref().is_some_and(|m| !m.is_empty());
+                let exception_ok = r
+                    .exception_type
+                    .as_ref()
+                    .is_none_or(|e| accepted_exceptions.contains(e));
+                if reward && exception_ok && self.invalidated.is_none() {
+                    CaseStatus::TerminalValid
+                } else {
+                    CaseStatus::TerminalInvalid
+                }
+            }
+        }
+    }
+}
+
+/// One group of a lineage as the log has it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GroupState {
+    /// The daemon start.
+    pub opened: Option<(At, GroupOpened)>,
+    /// No more launches after this.
+    pub closed: Option<At>,
+    /// The attested verdict (final: VERDICT-4).
+    pub sealed: Option<(At, GroupSealed)>,
+    /// Feedback applied from this group (LINEAGE-3).
+    pub feedback: Option<(At, FeedbackApplied)>,
+    /// Case identities with anything recorded.
+    pub cases: BTreeMap<CaseRef, CaseState>,
+    /// Highest sampled run-tagged sandbox count (CLEAN-2).
+    pub monitor_peak: Option<u64>,
+    /// Request evidence by persisted request id (JOIN-1, JOIN-2).
+    pub requests: BTreeMap<Sym, RequestState>,
+    /// Policy decisions in log order (D): joined to traces in the verdict by
+    /// request id, or by ingress commitment when every decision carries one
+    /// (bitrouter-formats section 3).
+    pub decisions: Vec<(u64, DecisionObs)>,
+    /// Task-scoped outcomes (no request id): joined by case, never copied
+    /// onto requests (JOIN-3).
+    pub task_outcomes: Vec<(u64, TaskOutcome)>,
+    /// The latest cleanup audit (CLEAN-1..3).
+    pub cleanup: Option<(At, CleanupAudited)>,
+    /// Monitor samples recorded.
+    pub monitor_samples: u64,
+}
+
+/// A trace as the join needs it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TraceObs {
+    /// The HTTP status the daemon answered.
+    pub http_status: u16,
+    /// Completed, failed or cancelled.
+    pub status: TraceStatus,
+    /// When the daemon captured it (RFC 3339 text as recorded).
+    pub captured_at: Box<str>,
+}
+
+/// A usage row as settlement needs it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UsageObs {
+    /// The provider that served it.
+    pub provider_id: Sym,
+    /// The model that served it.
+    pub model_id: Sym,
+    /// The observed buckets (SETTLE-1).
+    pub buckets: TokenBuckets,
+    /// BitRouter's charge, if computed.
+    pub final_charge_micro_usd: Option<u64>,
+    /// BitRouter's charge status.
+    pub charge_status: ChargeStatus,
+    /// BitRouter's reconciliation status.
+    pub reconciliation_status: ReconciliationStatus,
+    /// Where the usage numbers come from.
+    pub usage_origin: UsageOrigin,
+    /// `completed` or `failed`, if recorded.
+    pub status: Option<Sym>,
+}
+
+/// A policy decision as the join and replay rows need it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DecisionObs {
+    /// The persisted request id, if recorded (shares the request key).
+    pub request_id: Option<Sym>,
+    /// The ingress commitment (`sha256:` prefix removed), if recorded.
+    pub commitment: Option<Commitment>,
+    /// The decision reason (REPORT-5).
+    pub reason: Sym,
+    /// The selected tier.
+    pub selected_tier: Option<Sym>,
+    /// The selected model.
+    pub selected_model: Option<Sym>,
+}
+
+/// A decision's ingress commitment: 32 bytes when it is 64 hex digits (as
+/// `ingest decisions` requires), else the text as recorded (lowercased).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Commitment {
+    /// A SHA-256, from 64 hex digits.
+    Sha256([u8; 32]),
+    /// Anything else, kept as text.
+    Other(Box<str>),
+}
+
+impl Commitment {
+    /// From the recorded text (`sha256:` prefix optional, any case).
+    pub fn parse(text: &str) -> Commitment {
+        let t = text
+            .strip_prefix("sha256:")
+            .unwrap_or(text)
+            .to_ascii_lowercase();
+        let mut out = [0u8; 32];
+        match hex::decode_to_slice(&t, &mut out) {
+            Ok(()) => Commitment::Sha256(out),
+            Err(_) => Commitment::Other(t.into()),
+        }
+    }
+
+    /// Lowercase hex (or the text as recorded, lowercased).
+    pub fn hex(&self) -> String {
+        match self {
+            Commitment::Sha256(b) => hex::encode(b),
+            Commitment::Other(t) => t.to_string(),
+        }
+    }
+}
+
+/// An authoritative settlement receipt (SETTLE-4, SETTLE-5).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReceiptObs {
+    /// Its state.
+    pub state: ReceiptState,
+    /// Its charge when computed.
+    pub final_charge_micro_usd: Option<u64>,
+}
+
+/// A task-scoped verifier outcome (JOIN-3).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskOutcome {
+    /// Harbor's trial name, if recorded.
+    pub trial_name: Option<Sym>,
+    /// The task id.
+    pub task_id: Sym,
+    /// The reward, decimal text.
+    pub reward: Sym,
+}
+
+/// Everything recorded under one persisted request id of a group. Each list
+/// holds (seq, observation); more than one entry in a list is a duplicate
+/// the verdict reports (JOIN-1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RequestState {
+    /// Trace rows (T).
+    pub traces: One<(u64, TraceObs)>,
+    /// Usage rows (U).
+    pub usage: One<(u64, UsageObs)>,
+    /// Receipts, in log order; the latest is authoritative.
+    pub receipts: One<(u64, ReceiptObs)>,
+    /// Request-scoped outcomes (R).
+    pub outcomes: One<u64>,
+}
+
+/// A list that almost always holds exactly one item (one trace, one usage
+/// row, one receipt per request): that item is stored inline, so a
+/// replayed request costs no allocation per list. Encodes as a sequence,
+/// like `Vec`.
+pub type One<T> = smallvec::SmallVec<[T; 1]>;
+
+impl GroupState {
+    /// True when sealed `accepted`.
+    pub fn accepted(&self) -> bool {
+        self.sealed
+            .as_ref()
+            .is_some_and(|(_, s)| s.status == "accepted")
+    }
+
+    /// Cases started and not terminal (CASE-7).
+    pub fn running(&self, accepted_exceptions: &[String]) -> usize {
+        self.cases
+            .values()
+            .filter(|c| c.status(accepted_exceptions) == CaseStatus::Started)
+            .count()
+    }
+}
+
+/// The latest observation of a gate: when, and pass or fail.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Observation {
+    /// Where it sits in the log.
+    pub at: At,
+    /// Pass or fail.
+    pub status: Status,
+}
+
+/// The latest gate observations of a lineage (GATE-1..3).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Gates {
+    /// The latest STS identity proof.
+    pub identity: Option<Observation>,
+    /// The latest quota check.
+    pub quota: Option<Observation>,
+    /// The latest generic check by (kind, group, target).
+    pub checks: BTreeMap<(CheckKind, Option<String>, String), Observation>,
+}
+
+/// One lineage as the log has it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LineageState {
+    /// Seq of the `manifest_frozen` event.
+    pub frozen_seq: u64,
+    /// The frozen manifest and its keys.
+    pub frozen: ManifestFrozen,
+    /// Sign-offs by role: (name, seq).
+    pub sign_offs: BTreeMap<SignOffRole, (String, u64)>,
+    /// Groups with anything recorded, by name.
+    pub groups: BTreeMap<String, GroupState>,
+    /// The latest gate observations.
+    pub gates: Gates,
+    /// A hard stop, if one was recorded.
+    pub stopped: Option<(At, LineageStopped)>,
+    /// The control this lineage reuses instead of launching one (LINEAGE-6).
+    pub control_reused: Option<(At, ControlReused)>,
+}
+
+impl LineageState {
+    /// True when both operator and reviewer signed off (FREEZE-7).
+    pub fn signed_off(&self) -> bool {
+        self.sign_offs.contains_key(&SignOffRole::Operator)
+            && self.sign_offs.contains_key(&SignOffRole::Reviewer)
+    }
+}
+
+/// Everything the decisions need, folded from the log.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct State {
+    /// Seq of the last event applied.
+    pub head_seq: Option<u64>,
+    /// Frozen lineages by label.
+    pub lineages: BTreeMap<String, LineageState>,
+    /// Run-scoped resources claimed by frozen lineages (FREEZE-4):
+    /// claim key -> (lineage, field).
+    pub claims: BTreeMap<String, (String, String)>,
+    /// The control catalog: accepted controls by control key (LINEAGE-6).
+    pub controls: BTreeMap<String, Vec<(At, ControlRegistered)>>,
+    /// Strings that look like credentials, by (lineage, group) when the
+    /// event names one (the verdict's secrets row): (seq, field, shape).
+    /// Filled only when the fold scans (`State::scanning`).
+    pub secret_findings: BTreeMap<(String, String), Vec<(u64, String, String)>>,
+    /// Whether `apply` scans every event's strings for credentials.
+    pub scan_secrets: bool,
+    /// One shared copy of each repeated string of the request evidence
+    /// (providers, models, reasons, tiers): not state, not encoded.
+    #[serde(skip)]
+    pub syms: Interner,
+}
+
+/// A shared, immutable string of the replayed state (interned by
+/// `Interner`): compares, orders and encodes exactly like the `String` it
+/// holds.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sym(std::sync::Arc<str>);
+
+impl Sym {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Sym {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Sym {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Sym {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Sym {
+        Sym(s.into())
+    }
+}
+
+impl From<String> for Sym {
+    fn from(s: String) -> Sym {
+        Sym(s.into())
+    }
+}
+
+impl PartialEq<str> for Sym {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Sym {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Sym {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Sym> for String {
+    fn eq(&self, other: &Sym) -> bool {
+        **self == *other.0
+    }
+}
+
+impl serde::Serialize for Sym {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Sym {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Sym, D::Error> {
+        String::deserialize(d).map(Sym::from)
+    }
+}
+
+/// The set of shared strings behind `Sym`s. It is a memory optimisation,
+/// not state: two interners always compare equal.
+#[derive(Clone, Default)]
+pub struct Interner(std::collections::BTreeSet<Sym>);
+
+impl Interner {
+    /// The shared copy of `s`.
+    pub fn sym(&mut self, s: &str) -> Sym {
+        if let Some(found) = self.0.get(s) {
+            return found.clone();
+        }
+        let sym = Sym::from(s);
+        self.0.insert(sym.clone());
+        sym
+    }
+
+    /// `sym` of an optional string.
+    pub fn opt(&mut self, s: Option<&String>) -> Option<Sym> {
+        s.map(|s| self.sym(s))
+    }
+}
+
+impl PartialEq for Interner {
+    fn eq(&self, _: &Interner) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Interner({} strings)", self.0.len())
+    }
+}
+
+impl State {
+    /// Applies one event. Infallible: anything `decide` produced folds, and
+    /// what a projection does not need is ignored.
+    pub fn apply(&mut self, at: At, event: &Event) {
+        // Later records sit at later seqs; a fold never goes backwards.
+        debug_assert!(
+            self.head_seq.is_none_or(|h| h < at.seq),
+            "events applied out of order"
+        );
+        let seq = at.seq;
+        self.head_seq = Some(seq);
+        match event {
+            Event::ManifestFrozen(f) => {
+                for (key, field) in f.manifest.public.run_scoped_claims() {
+                    self.claims
+                        .entry(key)
+                        .or_insert_with(|| (f.lineage.clone(), field));
+                }
+                self.lineages.insert(
+                    f.lineage.clone(),
+                    LineageState {
+                        frozen_seq: seq,
+                        frozen: f.clone(),
+                        sign_offs: BTreeMap::new(),
+                        groups: BTreeMap::new(),
+                        gates: Gates::default(),
+                        stopped: None,
+                        control_reused: None,
+                    },
+                );
+            }
+            Event::ManifestSignedOff(s) => {
+                if let Some(l) = self.lineages.get_mut(&s.lineage) {
+                    l.sign_offs
+                        .entry(s.role)
+                        .or_insert_with(|| (s.name.clone(), seq));
+                }
+            }
+            Event::IdentityChecked(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.gates.identity = Some(Observation {
+                        at,
+                        status: e.status,
+                    });
+                }
+            }
+            Event::QuotaChecked(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.gates.quota = Some(Observation {
+                        at,
+                        status: e.status,
+                    });
+                }
+            }
+            Event::CheckRecorded(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.gates.checks.insert(
+                        (e.check, e.group.clone(), e.target.clone()),
+                        Observation {
+                            at,
+                            status: e.status,
+                        },
+                    );
+                }
+            }
+            Event::LineageStopped(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.stopped.get_or_insert_with(|| (at, e.clone()));
+                }
+            }
+            Event::GroupOpened(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.opened.get_or_insert_with(|| (at, e.clone()));
+            }),
+            Event::GroupClosed(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.closed.get_or_insert(at);
+            }),
+            Event::GroupSealed(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.sealed.get_or_insert_with(|| (at, e.clone()));
+            }),
+            Event::FeedbackApplied(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.feedback.get_or_insert_with(|| (at, e.clone()));
+            }),
+            Event::MonitorSampled(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.monitor_peak = Some(g.monitor_peak.unwrap_or(0).max(e.sandbox_count));
+                g.monitor_samples += 1;
+            }),
+            Event::CaseStarted(e) => self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                c.start_seqs.push(seq);
+                c.started.get_or_insert_with(|| (at, e.clone()));
+            }),
+            Event::CaseProcessExited(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.exited.get_or_insert(at);
+                })
+            }
+            Event::TrialResultRecorded(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.result_seqs.push(seq);
+                    c.result.get_or_insert_with(|| (at, e.clone()));
+                })
+            }
+            Event::SecurityRefusalRecorded(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.refusals.push((at, e.clone()));
+                })
+            }
+            Event::CaseInvalidated(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.invalidated.get_or_insert_with(|| (at, e.clone()));
+                })
+            }
+            Event::RequestTraced(e) => {
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.traces.push((
+                        seq,
+                        TraceObs {
+                            http_status: e.http_status,
+                            status: e.status,
+                            captured_at: e.captured_at.as_str().into(),
+                        },
+                    ))
+                })
+            }
+            Event::UsageRecorded(e) => {
+                let obs = UsageObs {
+                    provider_id: self.syms.sym(&e.provider_id),
+                    model_id: self.syms.sym(&e.model_id),
+                    buckets: e.buckets,
+                    final_charge_micro_usd: e.final_charge_micro_usd,
+                    charge_status: e.charge_status,
+                    reconciliation_status: e.reconciliation_status,
+                    usage_origin: e.usage_origin,
+                    status: self.syms.opt(e.status.as_ref()),
+                };
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.usage.push((seq, obs))
+                })
+            }
+            Event::PolicyDecisionRecorded(e) => {
+                let request_id = e
+                    .request_id
+                    .as_deref()
+                    .map(|id| self.request_key(&e.group.lineage, &e.group.group, id));
+                let obs = DecisionObs {
+                    request_id,
+                    commitment: e
+                        .ingress_request_id_sha256
+                        .as_deref()
+                        .map(Commitment::parse),
+                    reason: self.syms.sym(&e.reason),
+                    selected_tier: self.syms.opt(e.selected_tier.as_ref()),
+                    selected_model: self.syms.opt(e.selected_model.as_ref()),
+                };
+                self.group(&e.group.lineage, &e.group.group, |g| {
+                    g.decisions.push((seq, obs))
+                })
+            }
+            Event::ReceiptRecorded(e) => {
+                self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
+                    r.receipts.push((
+                        seq,
+                        ReceiptObs {
+                            state: e.state,
+                            final_charge_micro_usd: e.final_charge_micro_usd,
+                        },
+                    ))
+                })
+            }
+            Event::OutcomeRecorded(e) => match &e.request_id {
+                Some(id) => self.request(&e.group.lineage, &e.group.group, id, |r| {
+                    r.outcomes.push(seq)
+                }),
+                None => {
+                    let obs = TaskOutcome {
+                        trial_name: self.syms.opt(e.trial_name.as_ref()),
+                        task_id: self.syms.sym(&e.task_id),
+                        reward: self.syms.sym(&e.reward),
+                    };
+                    self.group(&e.group.lineage, &e.group.group, |g| {
+                        g.task_outcomes.push((seq, obs))
+                    })
+                }
+            },
+            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.cleanup = Some((at, e.clone()));
+            }),
+            Event::ControlRegistered(e) => {
+                self.controls
+                    .entry(e.control_key.clone())
+                    .or_default()
+                    .push((at, e.clone()));
+            }
+            Event::ControlReused(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
+                }
+            }
+            _ => {}
+        }
+        if self.scan_secrets {
+            self.scan(seq, event);
+        }
+    }
+
+    /// Scans every string of `event` for credential shapes (the verdict's
+    /// secrets row). The append path refuses such events, so a finding means
+    /// the log was written around the guard (e.g. an imported export).
+    fn scan(&mut self, seq: u64, event: &Event) {
+        if !event.any_string(&mut |s| crate::schema::secrets::scan(s).is_some()) {
+            return;
+        }
+        let strings = event.strings();
+        let owner = || {
+            let json = event.payload_json();
+            let group = json.get("group");
+            let lineage = group
+                .and_then(|g| g.get("lineage"))
+                .or_else(|| json.get("lineage"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            let group = group
+                .and_then(|g| g.get("group"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string();
+            (lineage, group)
+        };
+        for (path, value) in strings {
+            if let Some(found) = crate::schema::secrets::scan(&value) {
+                self.secret_findings.entry(owner()).or_default().push((
+                    seq,
+                    format!("{}.{path}", event.kind()),
+                    found.shape.to_string(),
+                ));
+            }
+        }
+    }
+
+    fn request(&mut self, lineage: &str, group: &str, id: &str, f: impl FnOnce(&mut RequestState)) {
+        self.group(lineage, group, |g| match g.requests.get_mut(id) {
+            Some(r) => f(r),
+            None => f(g.requests.entry(Sym::from(id)).or_default()),
+        });
+    }
+
+    /// The request map's own key for `id` when the group has one (no copy),
+    /// else a new `Sym`.
+    fn request_key(&self, lineage: &str, group: &str, id: &str) -> Sym {
+        self.lineages
+            .get(lineage)
+            .and_then(|l| l.groups.get(group))
+            .and_then(|g| g.requests.get_key_value(id))
+            .map_or_else(|| Sym::from(id), |(k, _)| k.clone())
+    }
+
+    fn group(&mut self, lineage: &str, group: &str, f: impl FnOnce(&mut GroupState)) {
+        if let Some(l) = self.lineages.get_mut(lineage) {
+            f(l.groups.entry(group.to_string()).or_default());
+        }
+    }
+
+    fn case(&mut self, lineage: &str, group: &str, case: &CaseRef, f: impl FnOnce(&mut CaseState)) {
+        self.group(lineage, group, |g| {
+            f(g.cases.entry(case.clone()).or_default())
+        });
+    }
+
+    /// The lineage named, or the only one when `label` is `None`.
+    pub fn lineage(&self, label: Option<&str>) -> Result<&LineageState> {
+        match label {
+            Some(l) => self.lineages.get(l).ok_or_else(|| {
+                Error::input(format!(
+                    "no frozen lineage {l:?} in this ledger (frozen: {:?})",
+                    self.lineages.keys().collect::<Vec<_>>()
+                ))
+            }),
+            None => match self.lineages.len() {
+                1 => Ok(self.lineages.values().next().expect("one lineage")),
+                0 => Err(Error::input(
+                    "this ledger has no frozen lineage (run `benchledger manifest freeze`)",
+                )),
+                _ => Err(Error::input(format!(
+                    "this ledger holds several lineages {:?}; name one",
+                    self.lineages.keys().collect::<Vec<_>>()
+                ))),
+            },
+        }
+    }
+}
+
+impl State {
+    /// An empty state whose fold also scans every event for credentials.
+    pub fn scanning() -> State {
+        State {
+            scan_secrets: true,
+            ..State::default()
+        }
+    }
+}
+
+/// Folds the verified log into a `State` (without the secret scan: what
+/// `decide` needs before an append).
+pub fn replay(ledger: &Ledger) -> Result<State> {
+    replay_into(ledger, State::default())
+}
+
+/// Folds the verified log into a `State` with the secret scan: what the
+/// verdict, `gate`, `group seal` and `audit` need.
+pub fn replay_scanning(ledger: &Ledger) -> Result<State> {
+    replay_into(ledger, State::scanning())
+}
+
+fn replay_into(ledger: &Ledger, state: State) -> Result<State> {
+    replay_until(ledger, state, u64::MAX)
+}
+
+/// Folds the verified log up to and including `seq_max` into `state`: every
+/// projection as of that seq (`replay --at`, `audit`).
+pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<State> {
+    for v in ledger.records()? {
+        let v = v?;
+        let r = &v.decoded.record;
+        if r.seq > seq_max {
+            break;
+        }
+        state.apply(
+            At {
+                seq: r.seq,
+                utc_ns: r.recorded_at_utc_ns,
+            },
+            &v.decoded.event,
+        );
+    }
+    Ok(state)
+}

@@ -1,0 +1,1068 @@
+//! The event vocabulary: versioned, past-tense payload types, one per kind.
+//!
+//! A record carries its kind as a string (`ledger_created.v1`) and the
+//! payload as the canonical encoding of that kind's struct. A change to a
+//! payload's fields is a new kind (`..._v2`), never an edit of an old one, so
+//! every recorded ledger stays decodable. `ledger-schema/SPEC.md` documents
+//! each kind's fields, units and the rule ids it serves.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::log::codec::{self, CodecError};
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    /// The kind is not in this version's vocabulary.
+    #[error("unknown event kind {0:?}")]
+    UnknownKind(String),
+    /// The payload bytes are not the canonical encoding of the kind's struct.
+    #[error("payload of {kind}: {source}")]
+    Codec {
+        /// The kind whose payload failed.
+        kind: &'static str,
+        /// The codec failure.
+        source: CodecError,
+    },
+}
+
+macro_rules! vocabulary {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $kind:literal ),* $(,)?) => {
+        /// One event of the vocabulary.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            $( $(#[$doc])* $variant($ty), )*
+        }
+
+        impl Event {
+            /// Every kind string of this vocabulary, in declaration order.
+            pub const KINDS: &'static [&'static str] = &[$($kind),*];
+
+            /// The kind string recorded for this event.
+            pub fn kind(&self) -> &'static str {
+                match self { $( Event::$variant(_) => $kind, )* }
+            }
+
+            /// The canonical payload bytes.
+            pub fn encode_payload(&self) -> Result<Vec<u8>, CodecError> {
+                match self { $( Event::$variant(p) => codec::encode(p), )* }
+            }
+
+            /// Decodes a payload of `kind`; the bytes must be canonical.
+            pub fn decode_payload(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+                match kind {
+                    $( $kind => codec::decode_canonical::<$ty>(bytes)
+                        .map(Event::$variant)
+                        .map_err(|source| PayloadError::Codec { kind: $kind, source }), )*
+                    other => Err(PayloadError::UnknownKind(other.to_string())),
+                }
+            }
+
+            /// `decode_payload` through `codec::decode_canonical_reference`.
+            #[cfg(test)]
+            pub(crate) fn decode_payload_reference(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+                match kind {
+                    $( $kind => codec::decode_canonical_reference::<$ty>(bytes)
+                        .map(Event::$variant)
+                        .map_err(|source| PayloadError::Codec { kind: $kind, source }), )*
+                    other => Err(PayloadError::UnknownKind(other.to_string())),
+                }
+            }
+
+            /// The payload as JSON (field order as declared; maps are ordered).
+            pub fn payload_json(&self) -> serde_json::Value {
+                let value = match self { $( Event::$variant(p) => serde_json::to_value(p), )* };
+                // Payload types are plain structs of strings, integers, ordered
+                // maps and options: serializing them to JSON cannot fail.
+                value.expect("payload types serialize to json")
+            }
+
+            /// Calls `f` on every string of the payload (no field paths, no
+            /// JSON) until it returns `true`; returns whether it did.
+            pub fn any_string(&self, f: &mut dyn FnMut(&str) -> bool) -> bool {
+                match self { $( Event::$variant(p) => crate::schema::strings::any_string(p, f), )* }
+            }
+
+            /// Every string field of the payload with its field path, for the
+            /// secret guard and other whole-payload checks.
+            pub fn strings(&self) -> Vec<(String, String)> {
+                let mut out = Vec::new();
+                collect_strings(&self.payload_json(), String::new(), &mut out);
+                out
+            }
+        }
+    };
+}
+
+fn collect_strings(v: &serde_json::Value, path: String, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::String(s) => out.push((path, s.clone())),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_strings(item, format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                // Map keys are strings too and may carry text of their own.
+                out.push((format!("{p}#key"), k.clone()));
+                collect_strings(item, p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+vocabulary! {
+    /// Seq 0 of every ledger.
+    LedgerCreated(LedgerCreated) = "ledger_created.v1",
+    /// A free-text note by an operator; changes no projection.
+    OperatorNoted(OperatorNoted) = "operator_noted.v1",
+    /// A lineage's manifest, validated and frozen (FREEZE-1..8).
+    ManifestFrozen(ManifestFrozen) = "manifest_frozen.v1",
+    /// An operator or reviewer signed off a frozen manifest (FREEZE-7).
+    ManifestSignedOff(ManifestSignedOff) = "manifest_signed_off.v1",
+    /// An STS GetCallerIdentity proof against the frozen selector (GATE-1).
+    IdentityChecked(IdentityChecked) = "identity_checked.v1",
+    /// The vCPU quota gate (GATE-2).
+    QuotaChecked(QuotaChecked) = "quota_checked.v1",
+    /// Any other gate observation, pass or fail (GATE-3, GATE-4, GATE-7).
+    CheckRecorded(CheckRecorded) = "check_recorded.v1",
+    /// A group's daemon started with these binaries, config, ports and paths.
+    GroupOpened(GroupOpened) = "group_opened.v1",
+    /// A case identity consumed: appended only when every gate held (CASE-2).
+    CaseStarted(CaseStarted) = "case_started.v1",
+    /// The launched command of a case ended.
+    CaseProcessExited(CaseProcessExited) = "case_process_exited.v1",
+    /// A Harbor TrialResult, as written by Harbor (CASE-3).
+    TrialResultRecorded(TrialResultRecorded) = "trial_result_recorded.v1",
+    /// A file kept as evidence: path, size and BLAKE3.
+    ArtifactRecorded(ArtifactRecorded) = "artifact_recorded.v1",
+    /// One BitRouter ingress trace row (JOIN-1: set T).
+    RequestTraced(RequestTraced) = "request_traced.v1",
+    /// One BitRouter policy decision row (JOIN-1: set D).
+    PolicyDecisionRecorded(PolicyDecisionRecorded) = "policy_decision_recorded.v1",
+    /// One BitRouter usage row with its four buckets and charge (SETTLE-1, set U).
+    UsageRecorded(UsageRecorded) = "usage_recorded.v1",
+    /// One authoritative settlement receipt (SETTLE-4, SETTLE-5).
+    ReceiptRecorded(ReceiptRecorded) = "receipt_recorded.v1",
+    /// One benchmark outcome row (JOIN-1: set R; JOIN-3).
+    OutcomeRecorded(OutcomeRecorded) = "outcome_recorded.v1",
+    /// Sanitized HTTP 403 evidence of a security-policy refusal (CASE-6).
+    SecurityRefusalRecorded(SecurityRefusalRecorded) = "security_refusal_recorded.v1",
+    /// An exact-tag EC2 residue query and everything it found (CLEAN-1..3).
+    CleanupAudited(CleanupAudited) = "cleanup_audited.v1",
+    /// One sample of the run-tagged sandbox count (CLEAN-2 peak and tail).
+    MonitorSampled(MonitorSampled) = "monitor_sampled.v1",
+    /// One terminate/delete call on a resource proven to belong to the run.
+    ResidueTerminated(ResidueTerminated) = "residue_terminated.v1",
+    /// No more launches for a group.
+    GroupClosed(GroupClosed) = "group_closed.v1",
+    /// The group's verdict, attested and final (VERDICT-1..4).
+    GroupSealed(GroupSealed) = "group_sealed.v1",
+    /// Reward feedback applied to the policy database (LINEAGE-3).
+    FeedbackApplied(FeedbackApplied) = "feedback_applied.v1",
+    /// An accepted control entered the control catalog (LINEAGE-6).
+    ControlRegistered(ControlRegistered) = "control_registered.v1",
+    /// A lineage reuses an accepted control with an equal key (LINEAGE-6, LINEAGE-9).
+    ControlReused(ControlReused) = "control_reused.v1",
+    /// A postprocessing price snapshot for repricing (FREEZE-3, SETTLE-7).
+    PriceSnapshotRecorded(PriceSnapshotRecorded) = "price_snapshot_recorded.v1",
+    /// A hard stop of a lineage (VERDICT-3, LINEAGE-5).
+    LineageStopped(LineageStopped) = "lineage_stopped.v1",
+    /// A started case ended without a valid TrialResult, on Harbor or process
+    /// evidence other than a result file (CASE-3, CASE-8): e.g. the
+    /// controller crashed and Harbor left a trial directory without a result.
+    CaseInvalidated(CaseInvalidated) = "case_invalidated.v1",
+}
+
+// ---------------------------------------------------------------------------
+// Shared parts. Enums encode as a u32 variant index: variants are only ever
+// appended, never reordered or removed.
+// ---------------------------------------------------------------------------
+
+/// A group of a lineage: `lineage` label and group name (`control`, `r1`,
+/// `canary-1`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct GroupRef {
+    /// The lineage label of the frozen manifest.
+    pub lineage: String,
+    /// The group name.
+    pub group: String,
+}
+
+/// A case identity: task x trial, and which replacement of it (0 = the
+/// original, 1 = `replacement-01`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CaseRef {
+    /// The Terminal-Bench task name.
+    pub task: String,
+    /// The trial identity (`t1`..`t5`, `c1` for a canary).
+    pub trial: String,
+    /// 0 for the original identity, 1 for `replacement-01`.
+    pub replacement: u8,
+}
+
+impl CaseRef {
+    /// `TASK/TRIAL`, or `TASK/TRIAL/replacement-NN`: how the CLI names a case.
+    pub fn label(&self) -> String {
+        match self.replacement {
+            0 => format!("{}/{}", self.task, self.trial),
+            n => format!("{}/{}/replacement-{n:02}", self.task, self.trial),
+        }
+    }
+}
+
+/// Pass or fail of an observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The check holds.
+    Pass,
+    /// The check does not hold.
+    Fail,
+}
+
+/// A private value as the ledger keeps it: a keyed BLAKE3 commitment (key in
+/// the private manifest) and a redacted form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// `keyed_blake3(commitment_key, "benchledger commitment v1" || 0 || field || 0 || value)`, hex.
+    pub commitment: String,
+    /// A redacted form safe to publish, e.g. `****5678`.
+    pub redacted: String,
+}
+
+/// A JSON number kept exactly as the source wrote it (`1`, `1.0`, `0.5`).
+pub type NumberText = String;
+
+// ---------------------------------------------------------------------------
+// Genesis and notes
+// ---------------------------------------------------------------------------
+
+/// The genesis payload: which ledger this is and what created it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerCreated {
+    /// 128 random bits, lowercase hex (32 characters).
+    pub ledger_id: String,
+    /// The record format version the ledger was created with.
+    pub format_version: u16,
+    /// `benchledger <semver>` of the creating tool.
+    pub tool_version: String,
+}
+
+/// A free-text operator note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorNoted {
+    /// The lineage the note is about, if any.
+    pub lineage: Option<String>,
+    /// The note, at most `NOTE_TEXT_BYTES_MAX` bytes.
+    pub text: String,
+}
+
+// ---------------------------------------------------------------------------
+// Freezing
+// ---------------------------------------------------------------------------
+
+/// The frozen manifest of one lineage (`crate::schema::manifest::Manifest` is the
+/// public, redacted-with-commitments form of the operator's TOML).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestFrozen {
+    /// The lineage label.
+    pub lineage: String,
+    /// BLAKE3 of the canonical encoding of `manifest`, hex.
+    pub manifest_blake3: String,
+    /// BLAKE3 of the operator's public TOML file as read, hex.
+    pub source_file_blake3: String,
+    /// BLAKE3 over the ordered task list with content hashes and the trial
+    /// identities, hex (FREEZE-1, CLASS-3).
+    pub task_manifest_blake3: String,
+    /// The lineage key (FREEZE-5), hex.
+    pub lineage_key: String,
+    /// The control key (FREEZE-6), hex.
+    pub control_key: String,
+    /// The manifest itself.
+    pub manifest: crate::schema::manifest::Manifest,
+}
+
+/// Who signs off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignOffRole {
+    /// The operator who will run the lineage.
+    Operator,
+    /// A second person who reviewed the frozen manifest.
+    Reviewer,
+}
+
+/// A sign-off of a frozen manifest (FREEZE-7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSignedOff {
+    /// The lineage label.
+    pub lineage: String,
+    /// The manifest hash signed off (must equal the frozen one).
+    pub manifest_blake3: String,
+    /// Operator or reviewer.
+    pub role: SignOffRole,
+    /// The person's name.
+    pub name: String,
+}
+
+// ---------------------------------------------------------------------------
+// Gates
+// ---------------------------------------------------------------------------
+
+/// An STS identity proof (GATE-1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityChecked {
+    /// The lineage label.
+    pub lineage: String,
+    /// The selector used, as frozen (`profile:NAME`, `role:ARN-redacted`, `instance_profile`).
+    pub selector: String,
+    /// The region of the call.
+    pub region: String,
+    /// The endpoint override in force (`BENCHLEDGER_AWS_ENDPOINT_URL`), if any.
+    pub endpoint_override: Option<String>,
+    /// Names (never values) of ambient AWS variables that were present and ignored.
+    pub ambient_variables_ignored: Vec<String>,
+    /// The account STS answered, committed and redacted; none when the call failed.
+    pub account: Option<Committed>,
+    /// The principal ARN STS answered, committed and redacted.
+    pub principal: Option<Committed>,
+    /// Pass when account and principal equal the private manifest's.
+    pub status: Status,
+    /// Why it failed, if it did (never a credential).
+    pub error: Option<String>,
+}
+
+/// The vCPU quota gate (GATE-2). All counts are vCPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaChecked {
+    /// The lineage label.
+    pub lineage: String,
+    /// The region.
+    pub region: String,
+    /// The quota code (`L-1216C47A`).
+    pub quota_code: String,
+    /// The quota value.
+    pub quota_vcpu: u64,
+    /// Current regional use (running + pending instances).
+    pub used_vcpu: u64,
+    /// quota - used (0 when used exceeds quota).
+    pub available_vcpu: u64,
+    /// concurrency x sandbox vCPU + headroom (+ central vCPU if to be provisioned).
+    pub required_vcpu: u64,
+    /// Pass when available >= required.
+    pub status: Status,
+    /// Why it failed, if the call failed.
+    pub error: Option<String>,
+}
+
+/// The kinds of generic gate observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    /// Daemon health endpoint (GATE-3).
+    DaemonHealth,
+    /// One minimal request per exact route target (GATE-3, PLANE-2).
+    ProviderSentinel,
+    /// A canary result marker (GATE-5, GATE-8).
+    Canary,
+    /// A config validated by the pinned software (GATE-7).
+    ConfigValidated,
+    /// Sandbox-to-daemon network reachability (GATE-3).
+    NetworkReachability,
+    /// A source tree's commit or hash (GATE-4).
+    SourceHash,
+    /// A binary's SHA-256 and architecture (GATE-4).
+    BinaryHash,
+    /// No live sandboxes with this run's tag before a batch (GATE-3).
+    Residue,
+}
+
+/// A gate observation, pass or fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRecorded {
+    /// The lineage label.
+    pub lineage: String,
+    /// The group it was taken for, if any.
+    pub group: Option<String>,
+    /// What was checked.
+    pub check: CheckKind,
+    /// The exact target: a route tier, a URL, a path, a config hash.
+    pub target: String,
+    /// Pass or fail.
+    pub status: Status,
+    /// Measured details with documented keys per kind (`http_status`,
+    /// `latency_ms`, `request_id`, `sha256`, `arch`, `exit_code`, ...).
+    pub details: BTreeMap<String, String>,
+}
+
+// ---------------------------------------------------------------------------
+// Groups and cases
+// ---------------------------------------------------------------------------
+
+/// A group's daemon start (GATE-4, FREEZE-4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupOpened {
+    /// The group.
+    pub group: GroupRef,
+    /// SHA-256 of the daemon binary, hex.
+    pub binary_sha256: String,
+    /// SHA-256 of the daemon config, hex.
+    pub config_sha256: String,
+    /// The daemon's ports.
+    pub ports: Vec<u16>,
+    /// The policy/metering database path.
+    pub db_path: String,
+    /// The group's output directory.
+    pub out_dir: String,
+}
+
+/// A case identity consumed (CASE-1, CASE-2). Appended only after every
+/// gate held; Harbor is called only after this is durable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseStarted {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The Harbor trial name the rendered config uses.
+    pub trial_name: String,
+    /// BLAKE3 of the TrialConfig launched (equal to the validated one, GATE-7), hex.
+    pub trial_config_blake3: String,
+    /// The seqs of the gate observations the start relied on.
+    pub gate_seqs: Vec<u64>,
+    /// The command launched (program and arguments), if any.
+    pub command: Vec<String>,
+}
+
+/// The end of a case's launched command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseProcessExited {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// The signal, if it was killed.
+    pub signal: Option<i32>,
+    /// Wall time, ms.
+    pub duration_ms: u64,
+    /// The run-scoped log file.
+    pub log_path: String,
+    /// BLAKE3 of the log file, hex.
+    pub log_blake3: String,
+}
+
+/// Harbor's `task_id` union, kept in whichever shape it came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HarborTaskId {
+    /// Git task: repository URL.
+    pub git_url: Option<String>,
+    /// Git task: commit.
+    pub git_commit_id: Option<String>,
+    /// Git or local task: path.
+    pub path: Option<String>,
+    /// Package task: organization.
+    pub org: Option<String>,
+    /// Package task: name.
+    pub name: Option<String>,
+    /// Package task: ref.
+    #[serde(rename = "ref")]
+    pub git_ref: Option<String>,
+}
+
+/// A Harbor TrialResult (harbor-formats.md section 3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialResultRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// The ledger case it belongs to.
+    pub case: CaseRef,
+    /// Harbor's trial name (the directory name).
+    pub trial_name: String,
+    /// Harbor's per-attempt uuid (`id`).
+    pub attempt_id: String,
+    /// Harbor's task name.
+    pub task_name: String,
+    /// Harbor's task id, as written.
+    pub task_id: HarborTaskId,
+    /// The dataset name, if any.
+    pub source: Option<String>,
+    /// Harbor's task checksum (sha256 dirhash), hex.
+    pub task_checksum: String,
+    /// Agent name and version (`terminus-2`, `2.0.0`).
+    pub agent: String,
+    /// The model name Harbor reported.
+    pub model: Option<String>,
+    /// `verifier_result.rewards`, numbers exactly as written; none when the
+    /// verifier never ran.
+    pub rewards: Option<BTreeMap<String, NumberText>>,
+    /// `exception_info.exception_type`, if any.
+    pub exception_type: Option<String>,
+    /// BLAKE3 of `exception_info.exception_message`, hex (the text itself
+    /// stays in the artifact).
+    pub exception_message_blake3: Option<String>,
+    /// Trial start and end, as written (UTC, `Z`).
+    pub started_at: Option<String>,
+    /// Trial end.
+    pub finished_at: Option<String>,
+    /// Agent token counts as Harbor reported them (input includes cache).
+    pub n_input_tokens: Option<u64>,
+    /// Cache tokens.
+    pub n_cache_tokens: Option<u64>,
+    /// Output tokens.
+    pub n_output_tokens: Option<u64>,
+    /// BLAKE3 of the canonical JSON of the embedded TrialConfig, hex.
+    pub config_blake3: String,
+    /// The result file's path as ingested.
+    pub result_path: String,
+    /// BLAKE3 of the result file bytes, hex.
+    pub result_blake3: String,
+}
+
+/// A file kept as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRecorded {
+    /// The group, if it belongs to one.
+    pub group: Option<GroupRef>,
+    /// What it is (`harbor_job_result`, `harbor_job_lock`, `traces_jsonl`, ...).
+    pub role: String,
+    /// Its path as given.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+}
+
+// ---------------------------------------------------------------------------
+// BitRouter evidence (bitrouter-formats.md section 2)
+// ---------------------------------------------------------------------------
+
+/// Trace `harness`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum Harness {
+    Generic,
+    Hermes,
+    ClaudeCode,
+    Codex,
+    Smithers,
+    #[serde(rename = "terminus_2")]
+    Terminus2,
+    OpenClaw,
+    Unknown,
+}
+
+/// Trace `protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum Protocol {
+    ChatCompletions,
+    Messages,
+    Responses,
+    OpenClawRuntime,
+    Unknown,
+}
+
+/// Trace `outcome.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum TraceStatus {
+    Completed,
+    Failed,
+    ClientCancelled,
+}
+
+/// One ingress trace row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestTraced {
+    /// The group.
+    pub group: GroupRef,
+    /// The persisted request id (trace `id`).
+    pub request_id: String,
+    /// `captured_at`, as written.
+    pub captured_at: String,
+    /// `harness`.
+    pub harness: Harness,
+    /// `protocol`.
+    pub protocol: Protocol,
+    /// `method`.
+    pub method: String,
+    /// `path`.
+    pub path: String,
+    /// `outcome.http_status`.
+    pub http_status: u16,
+    /// `outcome.status`.
+    pub status: TraceStatus,
+    /// BLAKE3 of the source line, hex.
+    pub line_blake3: String,
+}
+
+/// One policy decision row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDecisionRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// `request_id`, when it is the ingress id.
+    pub request_id: Option<String>,
+    /// `ingress_request_id_sha256` (`sha256:<hex>`), when present.
+    pub ingress_request_id_sha256: Option<String>,
+    /// `captured_at`, as written.
+    pub captured_at: Option<String>,
+    /// `input_model`.
+    pub input_model: String,
+    /// `policy`, if present.
+    pub policy: Option<String>,
+    /// `reason` (a known value of one period of the formats doc).
+    pub reason: String,
+    /// `baseline_tier`, if present.
+    pub baseline_tier: Option<String>,
+    /// `selected_tier`, if present.
+    pub selected_tier: Option<String>,
+    /// `selected_model`, if present.
+    pub selected_model: Option<String>,
+    /// `pinned`.
+    pub pinned: bool,
+    /// `locked`.
+    pub locked: bool,
+    /// `trialed`.
+    pub trialed: bool,
+    /// BLAKE3 of the source line, hex.
+    pub line_blake3: String,
+}
+
+/// Usage `usage_origin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum UsageOrigin {
+    ProviderReported,
+    AuthoritativeReceipt,
+    Estimated,
+    Unknown,
+}
+
+/// Usage `charge_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ChargeStatus {
+    Computed,
+    NotCharged,
+    Unknown,
+    LegacyUnknown,
+}
+
+/// Usage `reconciliation_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ReconciliationStatus {
+    NotApplicable,
+    Pending,
+    Computed,
+    NotCharged,
+    Unknown,
+}
+
+/// Usage `charge_evidence.pricing_source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum PricingSource {
+    Configured,
+    Override,
+    AuthoritativeReceipt,
+    Unknown,
+}
+
+/// The four buckets plus reasoning, all observed (SETTLE-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TokenBuckets {
+    /// Uncached input tokens.
+    pub uncached_input_tokens: u64,
+    /// Cache read tokens.
+    pub cache_read_tokens: u64,
+    /// Cache write tokens.
+    pub cache_write_tokens: u64,
+    /// Output tokens (without reasoning).
+    pub output_tokens: u64,
+    /// Separately reported reasoning tokens.
+    pub reasoning_tokens: u64,
+}
+
+/// One usage row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// `request_id`.
+    pub request_id: String,
+    /// `provider_id`.
+    pub provider_id: String,
+    /// `model_id`.
+    pub model_id: String,
+    /// `prompt_tokens` (= uncached + cache read + cache write).
+    pub prompt_tokens: u64,
+    /// `completion_tokens` (= output + reasoning).
+    pub completion_tokens: u64,
+    /// The buckets.
+    pub buckets: TokenBuckets,
+    /// `final_charge_micro_usd`, if present.
+    pub final_charge_micro_usd: Option<u64>,
+    /// `charge_status`.
+    pub charge_status: ChargeStatus,
+    /// `reconciliation_status`.
+    pub reconciliation_status: ReconciliationStatus,
+    /// `usage_origin`.
+    pub usage_origin: UsageOrigin,
+    /// `status` (`completed|failed`).
+    pub status: Option<String>,
+    /// `error_code`, if any.
+    pub error_code: Option<String>,
+    /// `charge_evidence.effective_rates` (micro-USD per token), if present.
+    pub rates: Option<crate::schema::money::Rates>,
+    /// `charge_evidence.pricing_source`, if present.
+    pub pricing_source: Option<PricingSource>,
+    /// `charge_evidence.pricing_version`, if present.
+    pub pricing_version: Option<String>,
+    /// The charge recomputed from `rates` with BitRouter's rule, if rates were present.
+    pub recomputed_charge_micro_usd: Option<u64>,
+    /// Whether the recomputed charge equals `final_charge_micro_usd`.
+    pub recompute_matches: Option<bool>,
+    /// BLAKE3 of the source line, hex.
+    pub line_blake3: String,
+}
+
+/// Receipt `state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ReceiptState {
+    Pending,
+    Computed,
+    NotCharged,
+    Unknown,
+}
+
+/// One settlement receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// `request_id`.
+    pub request_id: String,
+    /// `state`.
+    pub state: ReceiptState,
+    /// `provider_id`, if present.
+    pub provider_id: Option<String>,
+    /// `model_id`, if present.
+    pub model_id: Option<String>,
+    /// `usage`.
+    pub buckets: TokenBuckets,
+    /// `final_charge_micro_usd`: present iff `computed`.
+    pub final_charge_micro_usd: Option<u64>,
+    /// BLAKE3 of the source bytes, hex.
+    pub source_blake3: String,
+}
+
+/// One benchmark outcome row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// `request_id`; rows without it are analytical only (JOIN-4).
+    pub request_id: Option<String>,
+    /// `session_key`.
+    pub session_key: String,
+    /// `task_id`.
+    pub task_id: String,
+    /// `reward`, exactly as written.
+    pub reward: NumberText,
+    /// `failed_reason`, if any.
+    pub failed_reason: Option<String>,
+    /// `trial_name`, if any (diagnostic, JOIN-4).
+    pub trial_name: Option<String>,
+    /// BLAKE3 of the source line, hex.
+    pub line_blake3: String,
+}
+
+/// The two classes of the security-policy skip (CASE-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalClass {
+    /// The provider refused on policy grounds (HTTP 403).
+    ProviderPolicyRefusal,
+    /// A network security policy denied the call (HTTP 403).
+    NetworkSecurityPolicyDenied,
+}
+
+/// Sanitized 403 evidence for one case attempt (CASE-6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecurityRefusalRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// The case attempt.
+    pub case: CaseRef,
+    /// The normalized class.
+    pub class: RefusalClass,
+    /// The HTTP status observed (must be 403 for the skip).
+    pub http_status: u16,
+    /// The request id of the refused call, if known.
+    pub request_id: Option<String>,
+    /// BLAKE3 of the sanitized evidence file, hex.
+    pub evidence_blake3: String,
+}
+
+// ---------------------------------------------------------------------------
+// Cleanup
+// ---------------------------------------------------------------------------
+
+/// One EC2 resource found by a query.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FoundResource {
+    /// `instance`, `volume` or `network_interface`.
+    pub resource: String,
+    /// The resource id.
+    pub id: String,
+    /// Its state or status as answered.
+    pub state: String,
+    /// How it was found (`run_tag`, `attachment_of:i-...`).
+    pub found_by: String,
+}
+
+/// An exact-tag residue audit (CLEAN-1..3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CleanupAudited {
+    /// The group.
+    pub group: GroupRef,
+    /// The region queried.
+    pub region: String,
+    /// The redacted identity the queries ran as.
+    pub identity: String,
+    /// The exact tag filters used (`key=value`).
+    pub filters: Vec<String>,
+    /// Instance ids the ledger tracked for the group and followed.
+    pub tracked_instance_ids: Vec<String>,
+    /// Every resource found, excluded ones included.
+    pub found: Vec<FoundResource>,
+    /// The central host instance id excluded by the manifest, if any.
+    pub excluded_central_instance_id: Option<String>,
+    /// Pass when nothing but the excluded host was found.
+    pub status: Status,
+    /// Why the audit could not run, if it could not.
+    pub error: Option<String>,
+}
+
+/// One sample of the run-tagged sandbox count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonitorSampled {
+    /// The group.
+    pub group: GroupRef,
+    /// Live run-tagged sandboxes (pending, running, shutting-down, stopping, stopped).
+    pub sandbox_count: u64,
+    /// Their ids.
+    pub instance_ids: Vec<String>,
+}
+
+/// One terminate or delete call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResidueTerminated {
+    /// The group.
+    pub group: GroupRef,
+    /// The resource acted on (proven the run's by the audit at `audit_seq`).
+    pub resource: FoundResource,
+    /// The audit that proved it belongs to the run.
+    pub audit_seq: u64,
+    /// The API call made.
+    pub action: String,
+    /// What the API answered.
+    pub answer: String,
+}
+
+// ---------------------------------------------------------------------------
+// Verdicts, lineage, control
+// ---------------------------------------------------------------------------
+
+/// No more launches for a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupClosed {
+    /// The group.
+    pub group: GroupRef,
+}
+
+/// One row of the verdict table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateRow {
+    /// The gate (`manifest`, `attempts`, `trial_result`, ...).
+    pub gate: String,
+    /// Whether it holds.
+    pub holds: bool,
+    /// The evidence behind it: seqs, ids, counts.
+    pub evidence: String,
+}
+
+/// A group's attested verdict (VERDICT-1..4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSealed {
+    /// The group.
+    pub group: GroupRef,
+    /// The terminal status (`accepted`, `rejected_runtime`, ...).
+    pub status: String,
+    /// Every gate row.
+    pub rows: Vec<GateRow>,
+    /// Case identities skipped under the security-policy rule.
+    pub skipped_security_policy: Vec<CaseRef>,
+    /// The version of the projection code that computed it.
+    pub projection_version: u32,
+}
+
+/// Reward feedback applied after an accepted round (LINEAGE-3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedbackApplied {
+    /// The accepted round the feedback comes from.
+    pub group: GroupRef,
+    /// BLAKE3 of the policy snapshot before, hex.
+    pub policy_snapshot_before: String,
+    /// BLAKE3 of the policy snapshot after, hex.
+    pub policy_snapshot_after: String,
+}
+
+/// An accepted control in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlRegistered {
+    /// The control group.
+    pub group: GroupRef,
+    /// Its control key (FREEZE-6), hex.
+    pub control_key: String,
+    /// BLAKE3 of its evidence artifact, hex.
+    pub artifact_blake3: String,
+}
+
+/// A lineage reusing an accepted control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlReused {
+    /// The lineage that reuses.
+    pub lineage: String,
+    /// The control group reused.
+    pub control: GroupRef,
+    /// The matching control key, hex.
+    pub control_key: String,
+    /// The verified artifact checksum, hex.
+    pub artifact_blake3: String,
+}
+
+/// A postprocessing-only price snapshot (FREEZE-3, SETTLE-7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriceSnapshotRecorded {
+    /// The lineage label.
+    pub lineage: String,
+    /// Why (repricing, a corrected source).
+    pub reason: String,
+    /// The price records.
+    pub prices: Vec<crate::schema::manifest::PriceRecord>,
+}
+
+/// A hard stop (VERDICT-3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineageStopped {
+    /// The lineage label.
+    pub lineage: String,
+    /// The rule id that stopped it.
+    pub rule: String,
+    /// What happened.
+    pub reason: String,
+    /// The seq of the evidence, if one.
+    pub evidence_seq: Option<u64>,
+}
+
+/// Why a started case ended `terminal_invalid` without a valid TrialResult
+/// (CASE-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidReason {
+    /// The sandbox environment disconnected.
+    EnvironmentDisconnect,
+    /// The verifier never produced a result.
+    MissingVerifierResult,
+    /// Harbor's output is corrupt or incomplete.
+    CorruptOutput,
+    /// The agent raised a generic exception.
+    AgentException,
+    /// The controller crashed after `started`; Harbor left no result.
+    ControllerCrash,
+}
+
+/// A started case made terminal-invalid on cited evidence (CASE-3, CASE-8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseInvalidated {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The typed reason.
+    pub reason: InvalidReason,
+    /// Where the evidence file was (a Harbor trial directory listing, the
+    /// process log): a lost session or an exit code alone is not evidence.
+    pub evidence_path: String,
+    /// BLAKE3 of the evidence file's bytes, hex.
+    pub evidence_blake3: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_unique_and_versioned() {
+        let mut seen = std::collections::BTreeSet::new();
+        for k in Event::KINDS {
+            assert!(seen.insert(*k), "duplicate kind {k}");
+            assert!(
+                k.rsplit_once(".v")
+                    .is_some_and(|(_, v)| v.parse::<u32>().is_ok()),
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn payload_round_trips_and_unknown_kind_is_named() {
+        let e = Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: "hello".into(),
+        });
+        let bytes = e.encode_payload().unwrap();
+        assert_eq!(Event::decode_payload(e.kind(), &bytes).unwrap(), e);
+        assert_eq!(
+            Event::decode_payload("nope.v1", &bytes),
+            Err(PayloadError::UnknownKind("nope.v1".into()))
+        );
+    }
+
+    #[test]
+    fn strings_lists_every_string_with_its_path() {
+        let e = Event::LedgerCreated(LedgerCreated {
+            ledger_id: "ab".into(),
+            format_version: 1,
+            tool_version: "benchledger 0.1.0".into(),
+        });
+        let s = e.strings();
+        assert!(s.contains(&("ledger_id".into(), "ab".into())));
+        assert!(s.contains(&("tool_version".into(), "benchledger 0.1.0".into())));
+    }
+}

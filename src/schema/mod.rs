@@ -1,0 +1,10 @@
+//! What is stored: event payloads, the stored manifest types, money, secret
+//! shapes, the string visitor and time. No I/O; a stored field never changes
+//! without a new kind version.
+
+pub mod events;
+pub mod manifest;
+pub mod money;
+pub mod secrets;
+pub mod strings;
+pub mod time;

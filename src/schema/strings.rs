@@ -1,0 +1,272 @@
+//! Visits every string a payload serializes (struct fields, options, lists,
+//! map keys and values, decimals), without building a JSON value: the fast
+//! path of the secret guard and of the verdict's secrets row. Field paths
+//! are only built (through `Event::strings`) when a string matches.
+
+use serde::ser::{self, Serialize};
+
+/// Calls `f` on every string `value` serializes, in order, until `f`
+/// returns `true` (found); returns whether it did.
+pub fn any_string<T: Serialize + ?Sized>(value: &T, f: &mut dyn FnMut(&str) -> bool) -> bool {
+    let mut v = Visitor { f, found: false };
+    // The visitor never fails; an error can only mean "found, stop early".
+    let _ = value.serialize(&mut v);
+    v.found
+}
+
+struct Visitor<'f> {
+    f: &'f mut dyn FnMut(&str) -> bool,
+    found: bool,
+}
+
+/// Stops the walk once a string matched.
+#[derive(Debug)]
+struct Stop;
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("found")
+    }
+}
+
+impl std::error::Error for Stop {}
+
+impl ser::Error for Stop {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Stop
+    }
+}
+
+type R = Result<(), Stop>;
+
+macro_rules! ignore {
+    ($($name:ident: $t:ty),* $(,)?) => {
+        $(fn $name(self, _: $t) -> R { Ok(()) })*
+    };
+}
+
+impl<'a> ser::Serializer for &'a mut Visitor<'_> {
+    type Ok = ();
+    type Error = Stop;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    ignore!(
+        serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+        serialize_u64: u64, serialize_f32: f32, serialize_f64: f64, serialize_char: char,
+        serialize_bytes: &[u8],
+    );
+
+    fn serialize_str(self, v: &str) -> R {
+        if (self.f)(v) {
+            self.found = true;
+            return Err(Stop);
+        }
+        Ok(())
+    }
+    fn serialize_none(self) -> R {
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> R {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> R {
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> R {
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> R {
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> R {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        v: &T,
+    ) -> R {
+        v.serialize(self)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Stop> {
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self, Stop> {
+        Ok(self)
+    }
+}
+
+macro_rules! compound {
+    ($tr:ident, $method:ident) => {
+        impl ser::$tr for &mut Visitor<'_> {
+            type Ok = ();
+            type Error = Stop;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> R {
+                Ok(())
+            }
+        }
+    };
+    ($tr:ident, $method:ident, named) => {
+        impl ser::$tr for &mut Visitor<'_> {
+            type Ok = ();
+            type Error = Stop;
+            fn $method<T: Serialize + ?Sized>(&mut self, _: &'static str, v: &T) -> R {
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> R {
+                Ok(())
+            }
+        }
+    };
+}
+
+compound!(SerializeSeq, serialize_element);
+compound!(SerializeTuple, serialize_element);
+compound!(SerializeTupleStruct, serialize_field);
+compound!(SerializeTupleVariant, serialize_field);
+compound!(SerializeStruct, serialize_field, named);
+compound!(SerializeStructVariant, serialize_field, named);
+
+impl ser::SerializeMap for &mut Visitor<'_> {
+    type Ok = ();
+    type Error = Stop;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> R {
+        k.serialize(&mut **self)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
+        v.serialize(&mut **self)
+    }
+    fn end(self) -> R {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The visitor sees every string the JSON walk lists except struct
+    /// field names and enum variant names (fixed snake_case identifiers,
+    /// never operator text), for one example event of every kind.
+    #[test]
+    fn visits_every_string_the_json_walk_lists_but_field_and_variant_names() {
+        for (event, _) in crate::testkit::vectors::example_events() {
+            let mut seen = Vec::new();
+            assert!(!event.any_string(&mut |s| {
+                seen.push(s.to_string());
+                false
+            }));
+            let mut rest: Vec<String> = event.strings().into_iter().map(|(_, v)| v).collect();
+            for s in &seen {
+                let i = rest
+                    .iter()
+                    .position(|r| r == s)
+                    .unwrap_or_else(|| panic!("{}: {s:?} is not in the json walk", event.kind()));
+                rest.swap_remove(i);
+            }
+            for r in &rest {
+                assert!(
+                    !r.is_empty()
+                        && r.bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                    "{}: the visitor missed {r:?}",
+                    event.kind()
+                );
+            }
+        }
+    }
+
+    /// A credential in a map key, a map value or a nested list is found.
+    #[test]
+    fn finds_a_credential_in_keys_values_and_lists() {
+        use crate::schema::events::*;
+        let key = format!("AKIA{}", "ABCDEFGHIJKLMNOP");
+        let check = |details: std::collections::BTreeMap<String, String>| {
+            Event::CheckRecorded(CheckRecorded {
+                lineage: "l".into(),
+                group: None,
+                check: CheckKind::DaemonHealth,
+                target: "t".into(),
+                status: Status::Pass,
+                details,
+            })
+        };
+        let found = |e: &Event| e.any_string(&mut |s| crate::schema::secrets::scan(s).is_some());
+        assert!(found(&check(
+            [(key.clone(), "v".into())].into_iter().collect()
+        )));
+        assert!(found(&check(
+            [("k".into(), key.clone())].into_iter().collect()
+        )));
+        assert!(!found(&check(
+            [("k".into(), "v".into())].into_iter().collect()
+        )));
+        let listed = Event::CaseStarted(CaseStarted {
+            group: GroupRef {
+                lineage: "l".into(),
+                group: "g".into(),
+            },
+            case: CaseRef {
+                task: "t".into(),
+                trial: "t1".into(),
+                replacement: 0,
+            },
+            trial_name: "n".into(),
+            trial_config_blake3: "0".repeat(64),
+            gate_seqs: vec![],
+            command: vec!["harbor".into(), format!("--key={key}")],
+        });
+        assert!(found(&listed));
+        assert!(crate::log::guard::check_event(&listed).is_err());
+    }
+
+    #[test]
+    fn stops_at_the_first_match() {
+        let v = vec!["a".to_string(), "secret".to_string(), "b".to_string()];
+        let mut n = 0;
+        assert!(any_string(&v, &mut |s| {
+            n += 1;
+            s == "secret"
+        }));
+        assert_eq!(n, 2);
+    }
+}
