@@ -319,7 +319,7 @@ mod corpus {
             matches!(
                 open,
                 Err(benchledger::Error::Refused {
-                    rule: "VERDICT-3",
+                    rule: benchledger::schema::rule::Rule::Verdict3,
                     ..
                 })
             ),
@@ -337,7 +337,7 @@ mod corpus {
             matches!(
                 fb,
                 Err(benchledger::Error::Refused {
-                    rule: "VERDICT-2",
+                    rule: benchledger::schema::rule::Rule::Verdict2,
                     ..
                 })
             ),
@@ -412,7 +412,7 @@ mod corpus {
             matches!(
                 again,
                 Err(benchledger::Error::Refused {
-                    rule: "LINEAGE-6",
+                    rule: benchledger::schema::rule::Rule::Lineage6,
                     ..
                 })
             ),
@@ -581,9 +581,15 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
             }
         }
     }
+    // A test cites a rule by its id (`CASE-2`) or by its `Rule` variant
+    // (`Rule::Case2`).
     let cited = |id: &str| {
-        text.match_indices(id)
-            .any(|(i, _)| !text[i + id.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        let (prefix, n) = id.split_once('-').unwrap();
+        let variant = format!("Rule::{}{}{n}", &prefix[..1], prefix[1..].to_lowercase());
+        [id.to_string(), variant].iter().any(|form| {
+            text.match_indices(form.as_str())
+                .any(|(i, _)| !text[i + form.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        })
     };
     let missing: Vec<&String> = ids.iter().filter(|id| !cited(id)).collect();
     assert!(

@@ -52,7 +52,7 @@ pub enum Error {
     #[error("refused by rule {rule}: {message}")]
     Refused {
         /// The rule id (method.md, or a LEDGER-* rule of SPEC.md).
-        rule: &'static str,
+        rule: crate::schema::rule::Rule,
         /// What was refused and why.
         message: String,
     },

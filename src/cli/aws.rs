@@ -16,6 +16,7 @@ use crate::log::ledger::{Appended, Draft, Ledger};
 use crate::method::projections::{LineageState, State};
 use crate::schema::events::{CaseRef, Event, GroupRef, Status};
 use crate::schema::manifest::PrivateFile;
+use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
 
 /// The endpoint override of every AWS call (never read from a manifest).
@@ -120,7 +121,7 @@ pub(crate) fn queried_identity(
 pub(crate) fn identity_error(e: AwsError) -> Error {
     match e.0.strip_prefix("GATE-1: ") {
         Some(m) => Error::Refused {
-            rule: "GATE-1",
+            rule: Rule::Gate1,
             message: m.to_string(),
         },
         None => e.into(),

@@ -16,6 +16,7 @@ use crate::gates::checks;
 use crate::schema::events::CheckRecorded;
 use crate::schema::events::{Event, Status};
 use crate::schema::manifest::Tier;
+use crate::schema::rule::Rule;
 
 /// `check` verbs: gate observations (GATE-3, GATE-4, GATE-7).
 #[derive(Debug, Subcommand)]
@@ -258,7 +259,7 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
             let after = checks::config_blake3(&a.config).map_err(Error::input)?;
             if after != b3 {
                 return Err(Error::Refused {
-                    rule: "GATE-7",
+                    rule: Rule::Gate7,
                     message: format!(
                         "{} changed while it was validated; nothing recorded",
                         a.config.display()

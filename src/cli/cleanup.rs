@@ -100,6 +100,7 @@ mod with_aws {
     use crate::schema::events::{
         CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
     };
+    use crate::schema::rule::Rule;
 
     /// Audits a group and appends the audit; returns it with its seq.
     fn audit_and_record(
@@ -308,7 +309,7 @@ mod with_aws {
         };
         let Some((audit_seq, audit)) = history.latest_audit else {
             return Err(Error::Refused {
-                rule: "CLEAN-1",
+                rule: Rule::Clean1,
                 message: format!(
                     "no cleanup audit of {}/{} in the ledger: only resources an audit proved the run's are terminated; run cleanup audit first",
                     g.lineage, g.group
@@ -318,7 +319,7 @@ mod with_aws {
         };
         if let Some(e) = &audit.error {
             return Err(Error::Refused {
-                rule: "CLEAN-1",
+                rule: Rule::Clean1,
                 message: format!(
                     "the latest audit of {}/{} (seq {audit_seq}) could not run ({e}); run cleanup audit again",
                     g.lineage, g.group

@@ -16,6 +16,7 @@ use crate::log::chain::Head;
 use crate::log::ledger::{Appended, Draft, Ledger};
 use crate::method::projections::{replay_scanning, LineageState, State};
 use crate::schema::events::{CaseRef, Event, GroupRef, Status};
+use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
 
 /// A usage error found after parsing.
@@ -144,7 +145,7 @@ pub(crate) fn hash_file(path: &PathBuf) -> anyhow::Result<(String, String)> {
         for (i, line) in text.lines().enumerate() {
             if let Some(f) = crate::schema::secrets::scan(line) {
                 return Err(Error::Refused {
-                    rule: "FREEZE-2",
+                    rule: Rule::Freeze2,
                     message: format!(
                         "{} line {}: looks like a credential ({}); evidence must be sanitized, nothing was appended",
                         path.display(),

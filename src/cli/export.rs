@@ -14,6 +14,7 @@ use crate::cli::Cli;
 use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::report;
+use crate::schema::rule::Rule;
 use anyhow::Context;
 use sha2::Digest;
 use std::io::BufWriter;
@@ -89,7 +90,7 @@ fn secret_scan(files: &[BundleFile]) -> anyhow::Result<serde_json::Value> {
             .map(|f| format!("{} line {} ({})", f.file, f.line, f.shape))
             .collect();
         return Err(Error::Refused {
-            rule: "FREEZE-2",
+            rule: Rule::Freeze2,
             message: format!(
                 "the secret scan found credential shapes in the bundle, nothing was written: {}",
                 crate::method::verdict::name_some(&named)
@@ -595,7 +596,7 @@ mod tests {
             matches!(
                 e.downcast_ref::<Error>(),
                 Some(Error::Refused {
-                    rule: "FREEZE-2",
+                    rule: crate::schema::rule::Rule::Freeze2,
                     ..
                 })
             ),

@@ -53,6 +53,7 @@ mod with_aws {
     use crate::schema::events::{
         CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
     };
+    use crate::schema::rule::Rule;
 
     /// `identity prove`.
     pub fn run_identity(
@@ -84,7 +85,7 @@ mod with_aws {
             Ok(v) if v.status == Status::Fail => {
                 Some(batch.push(draft(Event::LineageStopped(LineageStopped {
                     lineage: l.frozen.lineage.clone(),
-                    rule: "GATE-1".into(),
+                    rule: Rule::Gate1.into(),
                     reason: format!(
                         "the STS identity differs from the frozen manifest: {}",
                         v.error.as_deref().unwrap_or("")

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::common::*;
 use crate::cli::Cli;
+use crate::schema::rule::Rule;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -333,7 +334,7 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
             let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
             if parsed.trial_name != t.name || task_tail != case.task {
                 return Err(Error::Refused {
-                    rule: "CASE-8",
+                    rule: Rule::Case8,
                     message: format!(
                         "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
                         t.path, parsed.trial_name, parsed.task_name, t.name, case.task

@@ -57,6 +57,7 @@ use crate::schema::events::{
     CleanupAudited, Committed, FoundResource, GroupRef, IdentityChecked, QuotaChecked, Status,
 };
 use crate::schema::manifest::{self, CentralMode, ManifestFile, PrivateCommitments};
+use crate::schema::rule::Rule;
 
 /// Longest wait for one TCP connect to an AWS endpoint, in milliseconds.
 pub const AWS_CONNECT_TIMEOUT_MS: u64 = 5_000;
@@ -240,7 +241,7 @@ impl Selector {
         if let Some(name) = &a.profile {
             if name.is_empty() || name == "default" {
                 return Err(Error::Refused {
-                    rule: "GATE-1",
+                    rule: Rule::Gate1,
                     message: "aws.profile: a named profile other than \"default\" is required"
                         .into(),
                 });
@@ -265,7 +266,7 @@ impl Selector {
             return Ok(Selector::InstanceProfile);
         }
         Err(Error::Refused {
-            rule: "GATE-1",
+            rule: Rule::Gate1,
             message:
                 "aws: no explicit identity selector (profile, assume_role or instance_profile)"
                     .into(),
@@ -329,7 +330,7 @@ pub enum ProfileChain {
 
 fn gate1(message: String) -> Error {
     Error::Refused {
-        rule: "GATE-1",
+        rule: Rule::Gate1,
         message,
     }
 }
@@ -1838,7 +1839,16 @@ mod tests {
         ));
         let refused = |name: &str, config: &str, creds: &str, what: &str| {
             let e = resolve(name, config, creds).unwrap_err();
-            assert!(matches!(e, Error::Refused { rule: "GATE-1", .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Refused {
+                        rule: crate::schema::rule::Rule::Gate1,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             assert!(e.to_string().contains(what), "{e}");
             assert!(!e.to_string().contains("sk-1"), "{e}");
         };
@@ -2212,7 +2222,16 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(matches!(e, Error::Refused { rule: "GATE-1", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::Refused {
+                    rule: crate::schema::rule::Rule::Gate1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     // -----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::schema::events::Event;
+use crate::schema::rule::Rule;
 use crate::schema::secrets;
 
 /// Refuses a record header whose actor or idempotency key looks like a
@@ -11,7 +12,7 @@ pub fn check_header(actor: &str, idempotency_key: Option<&str>) -> Result<()> {
     for (field, value) in [("actor", Some(actor)), ("idempotency_key", idempotency_key)] {
         if let Some(found) = value.and_then(secrets::scan) {
             return Err(Error::Refused {
-                rule: "FREEZE-2",
+                rule: Rule::Freeze2,
                 message: format!(
                     "the record's {field} looks like a credential ({}, {}); secrets are never stored, nothing was appended",
                     found.shape,
@@ -34,7 +35,7 @@ pub fn check_event(event: &Event) -> Result<()> {
     for (path, value) in event.strings() {
         if let Some(found) = secrets::scan(&value) {
             return Err(Error::Refused {
-                rule: "FREEZE-2",
+                rule: Rule::Freeze2,
                 message: format!(
                     "field {path} of {} looks like a credential ({}, {}); secrets are never stored, nothing was appended",
                     event.kind(),

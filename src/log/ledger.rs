@@ -15,6 +15,7 @@ use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Sealed, Verified, 
 use crate::log::record::{self, Record, FORMAT_VERSION};
 use crate::log::store::{SledStore, Store};
 use crate::schema::events::{Event, LedgerCreated};
+use crate::schema::rule::Rule;
 
 const LOCK_FILE: &str = "benchledger.lock";
 const STORE_DIR: &str = "sled";
@@ -585,7 +586,7 @@ impl Batch<'_> {
 
 fn idempotency_conflict(key: &str, seq: u64) -> Error {
     Error::Refused {
-        rule: "LEDGER-2",
+        rule: Rule::Ledger2,
         message: format!(
             "idempotency key {key:?} was used at seq {seq} with a different payload; nothing was appended"
         ),

@@ -98,7 +98,7 @@ fn idempotency_key_with_other_payload_is_refused_and_head_unchanged() {
         matches!(
             err,
             Error::Refused {
-                rule: "LEDGER-2",
+                rule: crate::schema::rule::Rule::Ledger2,
                 ..
             }
         ),
@@ -140,7 +140,7 @@ fn malformed_append_leaves_head_byte_identical() {
     assert!(matches!(
         l.append(&[secret], 5),
         Err(Error::Refused {
-            rule: "FREEZE-2",
+            rule: crate::schema::rule::Rule::Freeze2,
             ..
         })
     ));

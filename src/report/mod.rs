@@ -38,6 +38,7 @@ use crate::method::verdict::{self, Series, SettlementState, Verdict};
 use crate::schema::events::CaseRef;
 use crate::schema::manifest::{is_non_evaluation, ManifestFile, RunClass, RunRole, Tier};
 use crate::schema::money::Dec;
+use crate::schema::rule::Rule;
 
 /// The format tag of the JSON form.
 pub const REPORT_FORMAT: &str = "benchledger.report.v1";
@@ -3371,7 +3372,7 @@ pub fn registry(
     let m = &l.frozen.manifest.public;
     if m.run.class != RunClass::PublicReproduction {
         return Err(Error::Refused {
-            rule: "REPORT-7",
+            rule: Rule::Report7,
             message: format!(
                 "a terminal_bench_2_1 registry entry comes only from accepted evidence of a public-reproduction lineage (all 89 tasks x 5 trials); lineage {} is {}: {} (CLASS-2)",
                 l.frozen.lineage,
@@ -3397,7 +3398,7 @@ pub fn registry(
     let e = eval(state, l, &name);
     let Some((sealed_seq, sealed_ns, _)) = e.sealed.clone().filter(|_| e.accepted()) else {
         return Err(Error::Refused {
-            rule: "REPORT-7",
+            rule: Rule::Report7,
             message: format!(
                 "{}/{name} is {}: a registry entry is emitted only from accepted evidence",
                 l.frozen.lineage,

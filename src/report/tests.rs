@@ -401,7 +401,7 @@ fn a_mechanism_lineage_gets_no_registry_entry() {
         matches!(
             e,
             Error::Refused {
-                rule: "REPORT-7",
+                rule: crate::schema::rule::Rule::Report7,
                 ..
             }
         ),
@@ -460,7 +460,7 @@ fn a_public_lineage_gets_an_entry_with_unprovable_metrics_omitted() {
         matches!(
             e,
             Error::Refused {
-                rule: "REPORT-7",
+                rule: crate::schema::rule::Rule::Report7,
                 ..
             }
         ),

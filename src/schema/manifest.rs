@@ -10,8 +10,9 @@
 //!
 //! Everything here is pure: the CLI reads the files and passes their text in.
 
-#[allow(unused_imports)]
 use crate::error::{Error, Result};
+#[allow(unused_imports)]
+use crate::schema::rule::Rule;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -534,12 +535,7 @@ fn input(source: &str, field: &str, problem: impl std::fmt::Display) -> Error {
     Error::input(format!("{source}: field {field}: {problem}"))
 }
 
-fn refused(
-    rule: &'static str,
-    source: &str,
-    field: &str,
-    problem: impl std::fmt::Display,
-) -> Error {
+fn refused(rule: Rule, source: &str, field: &str, problem: impl std::fmt::Display) -> Error {
     Error::Refused {
         rule,
         message: format!("{source}: field {field}: {problem}"),
@@ -708,7 +704,7 @@ pub fn freeze(
         ("principal arn", &p.aws.principal_arn),
     ] {
         if public_json.contains(v.as_str()) {
-            return Err(refused("FREEZE-4", public_source, "(any)", format!("the public manifest contains the private {what}; labels and names carry no account id")));
+            return Err(refused(Rule::Freeze4, public_source, "(any)", format!("the public manifest contains the private {what}; labels and names carry no account id")));
         }
     }
     let manifest = Manifest { public: m, private };
@@ -883,7 +879,7 @@ fn validate_cases(m: &ManifestFile, src: &str) -> Result<()> {
         check_label(src, &f("trial"), &k.trial)?;
         check_hex(src, &f("content_sha256"), &k.content_sha256, 32)?;
         if names.contains(k.task.as_str()) {
-            return Err(refused("GATE-8", src, &f("task"), format!("canary task {:?} is a scored task; canaries use tasks outside the scored manifest", k.task)));
+            return Err(refused(Rule::Gate8, src, &f("task"), format!("canary task {:?} is a scored task; canaries use tasks outside the scored manifest", k.task)));
         }
         if !is_non_evaluation(&k.group) || !m.groups.iter().any(|g| g.name == k.group) {
             return Err(input(
@@ -920,7 +916,7 @@ fn validate_cases(m: &ManifestFile, src: &str) -> Result<()> {
         _ => None,
     };
     if let Some(p) = class_problem {
-        return Err(refused("CLASS-1", src, "run.class", p));
+        return Err(refused(Rule::Class1, src, "run.class", p));
     }
     Ok(())
 }
@@ -945,7 +941,7 @@ fn validate_groups(m: &ManifestFile, src: &str) -> Result<()> {
             ));
         }
         if !is_non_evaluation(&g.name) && !EVALUATION_GROUPS.contains(&g.name.as_str()) {
-            return Err(refused("LINEAGE-1", src, &f("name"), format!(
+            return Err(refused(Rule::Lineage1, src, &f("name"), format!(
                 "{:?} is neither an evaluation group (control, r1, r2, r3) nor a canary-*/preflight-* group", g.name)));
         }
         if g.ports.is_empty() || g.ports.contains(&0) {
@@ -979,7 +975,7 @@ fn validate_groups(m: &ManifestFile, src: &str) -> Result<()> {
             "control, r1, r2 or control, r1, r2, r3, in that order"
         };
         return Err(refused(
-            "LINEAGE-1",
+            Rule::Lineage1,
             src,
             "groups",
             format!("the evaluation groups are {eval:?}; a lineage targets {want}"),
@@ -996,7 +992,7 @@ fn validate_groups(m: &ManifestFile, src: &str) -> Result<()> {
         .collect();
     if policy_dbs.len() > 1 {
         return Err(refused(
-            "LINEAGE-8",
+            Rule::Lineage8,
             src,
             "groups",
             "r1..r3 must share one policy database path (db_path)",
@@ -1038,7 +1034,7 @@ fn validate_groups(m: &ManifestFile, src: &str) -> Result<()> {
     for (k, field) in own {
         if let Some(first) = claims.insert(k.clone(), field.clone()) {
             return Err(refused(
-                "FREEZE-4",
+                Rule::Freeze4,
                 src,
                 &field,
                 format!("{k} is already used by {first}; every group needs its own"),
@@ -1054,12 +1050,12 @@ fn validate_aws(m: &ManifestFile, src: &str) -> Result<()> {
         + usize::from(a.assume_role)
         + usize::from(a.instance_profile);
     if selectors != 1 {
-        return Err(refused("GATE-1", src, "aws", format!(
+        return Err(refused(Rule::Gate1, src, "aws", format!(
             "exactly one explicit identity selector (profile, assume_role or instance_profile) is required, got {selectors}")));
     }
     if let Some(p) = &a.profile {
         if p.is_empty() || p == "default" {
-            return Err(refused("GATE-1", src, "aws.profile", "a named profile other than \"default\" is required; the ambient default is never used"));
+            return Err(refused(Rule::Gate1, src, "aws.profile", "a named profile other than \"default\" is required; the ambient default is never used"));
         }
         check_label(src, "aws.profile", p)?;
     }
@@ -1156,7 +1152,7 @@ fn validate_software(m: &ManifestFile, src: &str) -> Result<()> {
     }
     let h = &m.harbor;
     if h.retries != 0 {
-        return Err(refused("CASE-5", src, "harbor.retries", format!(
+        return Err(refused(Rule::Case5, src, "harbor.retries", format!(
             "Harbor's own retries must stay 0 (a Harbor retry reruns a started identity), got {}", h.retries)));
     }
     for (f, v) in [
@@ -1220,7 +1216,12 @@ fn validate_routes_and_prices(m: &ManifestFile, src: &str) -> Result<()> {
             ("output", Some(p.output)),
         ] {
             if v.is_some_and(|d| d.is_negative()) {
-                return Err(refused("SETTLE-3", src, &f(n), "a rate is never negative"));
+                return Err(refused(
+                    Rule::Settle3,
+                    src,
+                    &f(n),
+                    "a rate is never negative",
+                ));
             }
         }
         check_nonempty(src, &f("source"), &p.source)?;
@@ -1244,7 +1245,7 @@ fn validate_routes_and_prices(m: &ManifestFile, src: &str) -> Result<()> {
         });
         if !covered {
             return Err(refused(
-                "FREEZE-8",
+                Rule::Freeze8,
                 src,
                 &format!("routes[{i}]"),
                 format!(
@@ -1298,7 +1299,7 @@ fn validate_limits_and_method(m: &ManifestFile, src: &str) -> Result<()> {
         .find(|t| me.held_out_tasks.contains(t))
     {
         return Err(refused(
-            "LINEAGE-7",
+            Rule::Lineage7,
             src,
             "method.held_out_tasks",
             format!("{t:?} is both a tuning and a held-out task"),
@@ -1429,7 +1430,7 @@ fn commit_private(m: &ManifestFile, p: &PrivateFile, src: &str) -> Result<Privat
             .strip_prefix("file:")
             .is_some_and(|p| p.starts_with('/'));
         if !ok || crate::schema::secrets::scan(loc).is_some() {
-            return Err(refused("FREEZE-2", src, &format!("secret_locations.{:?}", r.tier), "must say where the secret lives (env:NAME or file:/absolute/path), never the secret itself"));
+            return Err(refused(Rule::Freeze2, src, &format!("secret_locations.{:?}", r.tier), "must say where the secret lives (env:NAME or file:/absolute/path), never the secret itself"));
         }
         secret_locations.insert(
             r.tier,
@@ -1480,14 +1481,14 @@ pub fn check_private(frozen: &Manifest, private_text: &str, source: &str) -> Res
     for (f, a, b) in pairs {
         if a != b {
             return Err(Error::Refused {
-                rule: "FREEZE-2",
+                rule: Rule::Freeze2,
                 message: format!("{source}: field {f}: does not match the frozen commitment"),
             });
         }
     }
     if frozen.private.role_arn != again.role_arn {
         return Err(Error::Refused {
-            rule: "FREEZE-2",
+            rule: Rule::Freeze2,
             message: format!("{source}: field aws.role_arn: does not match the frozen commitment"),
         });
     }
@@ -1496,7 +1497,7 @@ pub fn check_private(frozen: &Manifest, private_text: &str, source: &str) -> Res
     }
     for (tier, c) in &frozen.private.secret_locations {
         if again.secret_locations.get(tier) != Some(c) {
-            return Err(Error::Refused { rule: "FREEZE-2", message: format!("{source}: field secret_locations.{tier:?}: does not match the frozen commitment") });
+            return Err(Error::Refused { rule: Rule::Freeze2, message: format!("{source}: field secret_locations.{tier:?}: does not match the frozen commitment") });
         }
         checked.push(format!(
             "secret_locations.{}",

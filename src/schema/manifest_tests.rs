@@ -40,7 +40,7 @@ fn edited_private(from: &str, to: &str) -> Result<Frozen> {
 
 fn refused_rule(r: Result<Frozen>) -> &'static str {
     match r {
-        Err(Error::Refused { rule, .. }) => rule,
+        Err(Error::Refused { rule, .. }) => rule.as_str(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -115,7 +115,7 @@ fn private_values_are_only_committed_and_redacted() {
     assert!(matches!(
         check_private(&f.manifest, &wrong, "p"),
         Err(Error::Refused {
-            rule: "FREEZE-2",
+            rule: crate::schema::rule::Rule::Freeze2,
             ..
         })
     ));

@@ -711,7 +711,7 @@ pub struct RunLog {
 
 fn refused_rule(e: &Error) -> Option<&'static str> {
     match e {
-        Error::Refused { rule, .. } => Some(rule),
+        Error::Refused { rule, .. } => Some(rule.as_str()),
         _ => None,
     }
 }

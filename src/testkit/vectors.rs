@@ -429,7 +429,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
         (
             Event::LineageStopped(LineageStopped {
                 lineage,
-                rule: "VERDICT-3".into(),
+                rule: crate::schema::rule::Rule::Verdict3.into(),
                 reason: "r1 rejected_join: duplicate request id".into(),
                 evidence_seq: Some(24),
             }),

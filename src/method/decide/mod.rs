@@ -9,11 +9,12 @@ use crate::schema::events::{
     ManifestSignedOff, RefusalClass, SignOffRole, Status,
 };
 use crate::schema::manifest::{is_non_evaluation, Tier};
+use crate::schema::rule::Rule;
 
 /// Longest sign-off name, in bytes.
 pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
 
-fn refuse(rule: &'static str, message: impl Into<String>) -> Error {
+fn refuse(rule: Rule, message: impl Into<String>) -> Error {
     Error::Refused {
         rule,
         message: message.into(),
@@ -26,7 +27,7 @@ fn refuse(rule: &'static str, message: impl Into<String>) -> Error {
 pub fn freeze(state: &State, frozen: ManifestFrozen) -> Result<Vec<Event>> {
     if let Some(l) = state.lineages.get(&frozen.lineage) {
         return Err(refuse(
-            "FREEZE-3",
+            Rule::Freeze3,
             format!(
             "lineage {:?} was frozen at seq {}; a changed input is a new lineage, never an edit",
             frozen.lineage, l.frozen_seq
@@ -35,7 +36,7 @@ pub fn freeze(state: &State, frozen: ManifestFrozen) -> Result<Vec<Event>> {
     }
     for (key, field) in frozen.manifest.public.run_scoped_claims() {
         if let Some((lineage, first)) = state.claims.get(&key) {
-            return Err(refuse("FREEZE-4", format!(
+            return Err(refuse(Rule::Freeze4, format!(
                 "{field} ({key}) was already used by lineage {lineage:?} ({first}); every run-scoped path, port, database, tag and job name must be new"
             )));
         }
@@ -61,7 +62,7 @@ pub fn sign_off(
     }
     if let Some((who, seq)) = l.sign_offs.get(&role) {
         return Err(refuse(
-            "FREEZE-7",
+            Rule::Freeze7,
             format!(
                 "lineage {:?} was already signed off as {role:?} by {who:?} at seq {seq}",
                 l.frozen.lineage
@@ -73,7 +74,7 @@ pub fn sign_off(
         SignOffRole::Reviewer => SignOffRole::Operator,
     };
     if l.sign_offs.get(&other).is_some_and(|(who, _)| who == name) {
-        return Err(refuse("FREEZE-7", format!("operator and reviewer must be two distinct names; {name:?} already signed off as {other:?}")));
+        return Err(refuse(Rule::Freeze7, format!("operator and reviewer must be two distinct names; {name:?} already signed off as {other:?}")));
     }
     Ok(vec![Event::ManifestSignedOff(ManifestSignedOff {
         lineage: l.frozen.lineage.clone(),
@@ -106,7 +107,7 @@ pub struct GroupOpen {
 fn not_stopped(l: &LineageState) -> Result<()> {
     if let Some((at, stop)) = &l.stopped {
         return Err(refuse(
-            "VERDICT-3",
+            Rule::Verdict3,
             format!(
                 "lineage {:?} was stopped at seq {} (rule {}: {}); it launches nothing more",
                 l.frozen.lineage, at.seq, stop.rule, stop.reason
@@ -128,7 +129,7 @@ fn manifest_group<'a>(
         .find(|g| g.name == group)
         .ok_or_else(|| {
             refuse(
-                "LINEAGE-1",
+                Rule::Lineage1,
                 format!(
                     "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
                     l.frozen.manifest.public.group_names(),
@@ -150,13 +151,13 @@ pub(crate) fn earlier_groups_done(l: &LineageState, group: &str) -> Result<()> {
         let g = l.groups.get(*earlier);
         if !g.is_some_and(|g| g.sealed.is_some()) {
             return Err(refuse(
-                "LINEAGE-2",
+                Rule::Lineage2,
                 format!("group {earlier:?} comes before {group:?} and is not sealed"),
             ));
         }
         if !is_non_evaluation(earlier) && !g.is_some_and(|g| g.accepted()) {
             return Err(refuse(
-                "LINEAGE-2",
+                Rule::Lineage2,
                 format!(
                 "round {earlier:?} was not accepted; a rejected group stops the lineage (LINEAGE-5)"
             ),
@@ -167,7 +168,7 @@ pub(crate) fn earlier_groups_done(l: &LineageState, group: &str) -> Result<()> {
         let prev = if group == "r2" { "r1" } else { "r2" };
         if !l.groups.get(prev).is_some_and(|g| g.feedback.is_some()) {
             return Err(refuse(
-                "LINEAGE-2",
+                Rule::Lineage2,
                 format!("{group} starts only after feedback from accepted {prev} was recorded"),
             ));
         }
@@ -187,7 +188,7 @@ fn accepted_canary(
         .collect();
     if canaries.is_empty() {
         return Err(refuse(
-            "GATE-5",
+            Rule::Gate5,
             "an accepted canary is required before scored work",
         ));
     }
@@ -203,7 +204,7 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
     let g = manifest_group(l, &cmd.group)?;
     if let (Some((at, r)), "control") = (&l.control_reused, cmd.group.as_str()) {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!(
                 "lineage {:?} reuses control {}/{} (seq {}); control is never rerun",
                 l.frozen.lineage, r.control.lineage, r.control.group, at.seq
@@ -212,7 +213,7 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
     }
     if let Some((at, _)) = l.groups.get(&cmd.group).and_then(|g| g.opened.as_ref()) {
         return Err(refuse(
-            "FREEZE-4",
+            Rule::Freeze4,
             format!(
                 "group {:?} was opened at seq {}; a group's daemon starts once",
                 cmd.group, at.seq
@@ -222,7 +223,7 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
     let sw = &l.frozen.manifest.public.software;
     if cmd.binary_sha256 != sw.bitrouter_binary_sha256 {
         return Err(refuse(
-            "GATE-4",
+            Rule::Gate4,
             format!(
             "daemon binary sha256 {} is not the frozen {}; nothing is hot-swapped inside a lineage",
             cmd.binary_sha256, sw.bitrouter_binary_sha256
@@ -236,7 +237,7 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
         .unwrap_or("");
     if cmd.config_sha256 != frozen_config {
         return Err(refuse(
-            "GATE-4",
+            Rule::Gate4,
             format!(
                 "daemon config sha256 {} is not the frozen {frozen_config}",
                 cmd.config_sha256
@@ -254,7 +255,7 @@ pub fn group_open(state: &State, cmd: GroupOpen) -> Result<Vec<Event>> {
     ] {
         if got != want {
             return Err(refuse(
-                "FREEZE-4",
+                Rule::Freeze4,
                 format!(
                     "{what} {got} differ from the frozen {want} of group {:?}",
                     cmd.group
@@ -286,13 +287,13 @@ pub fn group_close(state: &State, lineage: Option<&str>, group: &str) -> Result<
     let g = l.groups.get(group);
     if !g.is_some_and(|g| g.opened.is_some()) {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!("group {group:?} was never opened"),
         ));
     }
     if let Some(at) = g.and_then(|g| g.closed) {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!("group {group:?} was closed at seq {}", at.seq),
         ));
     }
@@ -346,7 +347,7 @@ fn required_gates<'a>(
     l: &'a LineageState,
     group: &str,
     config_blake3: &str,
-) -> Vec<(&'static str, String, Option<&'a Observation>)> {
+) -> Vec<(Rule, String, Option<&'a Observation>)> {
     let latest = |kind: CheckKind, group: Option<&str>, target: Option<&str>| {
         l.gates
             .checks
@@ -361,22 +362,22 @@ fn required_gates<'a>(
     };
     let mut out = vec![
         (
-            "GATE-1",
+            Rule::Gate1,
             "the STS identity proof".to_string(),
             l.gates.identity.as_ref(),
         ),
         (
-            "GATE-2",
+            Rule::Gate2,
             "the vCPU quota check".to_string(),
             l.gates.quota.as_ref(),
         ),
         (
-            "GATE-3",
+            Rule::Gate3,
             format!("the residue check of group {group}"),
             latest(CheckKind::Residue, Some(group), None),
         ),
         (
-            "GATE-3",
+            Rule::Gate3,
             format!("the daemon health check of group {group}"),
             latest(CheckKind::DaemonHealth, Some(group), None),
         ),
@@ -384,14 +385,14 @@ fn required_gates<'a>(
     for tier in group_routes(l, group) {
         if let Some(r) = l.frozen.manifest.public.route(tier) {
             out.push((
-                "GATE-3",
+                Rule::Gate3,
                 format!("the provider sentinel of {}", r.gate_target),
                 latest(CheckKind::ProviderSentinel, None, Some(&r.gate_target)),
             ));
         }
     }
     out.push((
-        "GATE-7",
+        Rule::Gate7,
         format!("the validation of TrialConfig {config_blake3}"),
         latest(CheckKind::ConfigValidated, None, Some(config_blake3)),
     ));
@@ -488,12 +489,12 @@ fn original_refused(l: &LineageState, group: &str, case: &CaseRef) -> Result<Ref
     let c = l.groups.get(group).and_then(|g| g.cases.get(&original));
     let status = c.map_or(CaseStatus::NotStarted, |c| c.status(accepted));
     if status != CaseStatus::TerminalInvalid {
-        return Err(refuse("CASE-6", format!("replacement-01 of {}/{} needs the original to have ended terminal_invalid; it is {status:?}", case.task, case.trial)));
+        return Err(refuse(Rule::Case6, format!("replacement-01 of {}/{} needs the original to have ended terminal_invalid; it is {status:?}", case.task, case.trial)));
     }
     let evidence = c.and_then(|c| c.refusals.iter().find(|(_, r)| r.http_status == 403));
     match evidence {
         Some((_, r)) => Ok(r.class),
-        None => Err(refuse("CASE-6", format!(
+        None => Err(refuse(Rule::Case6, format!(
             "replacement-01 of {}/{} needs sanitized HTTP 403 evidence of the original's refusal", case.task, case.trial
         ))),
     }
@@ -509,7 +510,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     let scored = !is_non_evaluation(&cmd.group);
     if scored && !l.signed_off() {
         return Err(refuse(
-            "FREEZE-7",
+            Rule::Freeze7,
             format!(
                 "lineage {:?} needs operator and reviewer sign-off before a scored case starts",
                 l.frozen.lineage
@@ -519,7 +520,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     let g = l.groups.get(&cmd.group);
     if !g.is_some_and(|g| g.opened.is_some()) {
         return Err(refuse(
-            "GATE-4",
+            Rule::Gate4,
             format!(
                 "group {:?} has no recorded daemon start (run `group open`)",
                 cmd.group
@@ -528,7 +529,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     }
     if let Some(at) = g.and_then(|g| g.closed) {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!(
                 "group {:?} was closed at seq {}: no more launches",
                 cmd.group, at.seq
@@ -539,7 +540,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     // The identity (CASE-8, CASE-6, CASE-2).
     if !in_manifest(l, &cmd.group, &cmd.case) {
         return Err(refuse(
-            "CASE-8",
+            Rule::Case8,
             format!(
                 "{}/{} is not a case identity of group {:?} in the frozen manifest",
                 cmd.case.task, cmd.case.trial, cmd.group
@@ -550,13 +551,13 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
         0 => {}
         1 => {
             if !m.method.security_skip_enabled {
-                return Err(refuse("CASE-6", "the frozen manifest does not enable the security-policy skip, so no replacement-01"));
+                return Err(refuse(Rule::Case6, "the frozen manifest does not enable the security-policy skip, so no replacement-01"));
             }
             original_refused(l, &cmd.group, &cmd.case)?;
         }
         n => {
             return Err(refuse(
-                "CASE-6",
+                Rule::Case6,
                 format!("there is never a third attempt: replacement-{n:02} is refused"),
             ));
         }
@@ -566,7 +567,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
         .and_then(|c| c.started.as_ref())
     {
         return Err(refuse(
-            "CASE-2",
+            Rule::Case2,
             format!(
                 "{}/{} was started at seq {}; a started identity is consumed forever",
                 cmd.case.task, cmd.case.trial, at.seq
@@ -599,7 +600,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
     let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
     if running >= m.limits.concurrency as usize {
         return Err(refuse(
-            "CASE-7",
+            Rule::Case7,
             format!(
                 "{running} cases are started and not terminal; the frozen concurrency is {}",
                 m.limits.concurrency
@@ -615,7 +616,7 @@ pub fn case_start(state: &State, cmd: CaseStart) -> Result<Vec<Event>> {
                 .iter()
                 .any(|(_, g)| g.monitor_peak == Some(c) && g.cases.len() as u64 >= c)
         {
-            return Err(refuse("GATE-9", format!(
+            return Err(refuse(Rule::Gate9, format!(
                 "concurrency {c} needs an accepted multi-case canary that ran at exactly {c} with an observed peak of {c}"
             )));
         }
@@ -642,7 +643,7 @@ pub fn evidence_group(state: &State, lineage: Option<&str>, group: &str) -> Resu
     let l = state.lineage(lineage)?;
     manifest_group(l, group)?;
     if let Some((at, s)) = l.groups.get(group).and_then(|g| g.sealed.as_ref()) {
-        return Err(refuse("VERDICT-4", format!(
+        return Err(refuse(Rule::Verdict4, format!(
             "group {group:?} was sealed {} at seq {}; a sealed verdict is final and takes no more evidence",
             s.status, at.seq
         )));
@@ -660,7 +661,7 @@ pub fn trial_result_case(state: &State, group: &GroupRef, case: &CaseRef) -> Res
     let l = state.lineage(Some(&group.lineage))?;
     if !in_manifest(l, &group.group, case) {
         return Err(refuse(
-            "CASE-8",
+            Rule::Case8,
             format!(
                 "a result for {}/{} which is not a case identity of group {:?}",
                 case.task, case.trial, group.group
@@ -674,7 +675,7 @@ pub fn trial_result_case(state: &State, group: &GroupRef, case: &CaseRef) -> Res
         .and_then(|c| c.started.as_ref());
     if started.is_none() {
         return Err(refuse(
-            "GATE-6",
+            Rule::Gate6,
             format!(
                 "a result for {}/{} of group {:?}, which was never started through the ledger",
                 case.task, case.trial, group.group
@@ -697,7 +698,7 @@ fn started_case<'a>(
         .filter(|c| c.started.is_some())
         .ok_or_else(|| {
             refuse(
-                "CASE-8",
+                Rule::Case8,
                 format!(
                     "{} of group {:?} was never started; evidence binds only to started cases",
                     case.label(),
@@ -725,7 +726,7 @@ pub fn security_refusal(
     started_case(state, group, case)?;
     if http_status != 403 {
         return Err(refuse(
-            "CASE-6",
+            Rule::Case6,
             format!("only HTTP 403 evidence can support a security-policy skip; got {http_status}"),
         ));
     }
@@ -756,7 +757,7 @@ pub fn case_invalidate(
     let (_, c) = started_case(state, group, case)?;
     if let Some((at, _)) = &c.result {
         return Err(refuse(
-            "CASE-3",
+            Rule::Case3,
             format!(
                 "{} has a TrialResult at seq {}; its state follows from that result",
                 case.label(),
@@ -766,7 +767,7 @@ pub fn case_invalidate(
     }
     if let Some((at, _)) = &c.invalidated {
         return Err(refuse(
-            "CASE-1",
+            Rule::Case1,
             format!(
                 "{} was made terminal_invalid at seq {}",
                 case.label(),
@@ -805,13 +806,13 @@ pub fn seal(
     let g = l.groups.get(group);
     let Some(g) = g.filter(|g| g.opened.is_some()) else {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!("group {group:?} was never opened"),
         ));
     };
     let Some(closed) = g.closed else {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!("group {group:?} is not closed: close it (`group close`) before the verdict"),
         ));
     };
@@ -823,7 +824,7 @@ pub fn seal(
         .collect();
     if !running.is_empty() {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!(
                 "every started case must be terminal before the verdict; still started: {}",
                 crate::method::verdict::name_some(&running)
@@ -836,7 +837,7 @@ pub fn seal(
         .is_some_and(|(at, _)| at.seq > closed.seq)
     {
         return Err(refuse(
-            "CASE-9",
+            Rule::Case9,
             format!("group {group:?} has no cleanup audit after it closed (run `cleanup audit`)"),
         ));
     }
@@ -851,7 +852,7 @@ pub fn seal(
         .collect();
     if in_grace && !pending.is_empty() {
         return Err(refuse(
-            "SETTLE-8",
+            Rule::Settle8,
             format!(
                 "{} requests are pending and the settlement grace of {} s after the close (seq {}) has not elapsed: {}",
                 pending.len(),
@@ -886,7 +887,7 @@ pub fn seal(
         out.push(Event::LineageStopped(
             crate::schema::events::LineageStopped {
                 lineage: l.frozen.lineage.clone(),
-                rule: "LINEAGE-5".into(),
+                rule: Rule::Lineage5.into(),
                 reason: format!(
                     "{group} sealed {}: failing rows {}",
                     v.status,
@@ -930,7 +931,7 @@ pub fn feedback(
     }
     if l.frozen.manifest.public.run.role == crate::schema::manifest::RunRole::HeldOut {
         return Err(refuse(
-            "LINEAGE-7",
+            Rule::Lineage7,
             format!(
                 "lineage {:?} is a held-out run: its policy is frozen and no held-out reward is applied",
                 l.frozen.lineage
@@ -939,7 +940,7 @@ pub fn feedback(
     }
     if group != "r1" && group != "r2" {
         return Err(refuse(
-            "LINEAGE-3",
+            Rule::Lineage3,
             format!("feedback is allowed only after accepted r1 and r2, never from {group:?}"),
         ));
     }
@@ -947,13 +948,13 @@ pub fn feedback(
     match g.and_then(|g| g.sealed.as_ref()) {
         None => {
             return Err(refuse(
-                "LINEAGE-3",
+                Rule::Lineage3,
                 format!("{group} is not sealed; feedback comes only from an accepted verdict"),
             ))
         }
         Some((at, s)) if s.status != crate::method::verdict::ACCEPTED => {
             return Err(refuse(
-                "VERDICT-2",
+                Rule::Verdict2,
                 format!(
                     "{group} was sealed {} at seq {}; a rejected group never drives feedback",
                     s.status, at.seq
@@ -964,7 +965,7 @@ pub fn feedback(
     }
     if let Some((at, _)) = g.and_then(|g| g.feedback.as_ref()) {
         return Err(refuse(
-            "LINEAGE-3",
+            Rule::Lineage3,
             format!(
                 "feedback from {group} was recorded at seq {}; it is applied once",
                 at.seq
@@ -992,13 +993,13 @@ pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result
     not_stopped(l)?;
     if !l.frozen.manifest.public.group_names().contains(&"control") {
         return Err(refuse(
-            "LINEAGE-1",
+            Rule::Lineage1,
             format!("lineage {lineage:?} targets no control group"),
         ));
     }
     if let Some((at, r)) = &l.control_reused {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!(
                 "lineage {lineage:?} already reuses {}/{} (seq {})",
                 r.control.lineage, r.control.group, at.seq
@@ -1007,13 +1008,13 @@ pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result
     }
     if let Some((at, _)) = l.groups.get("control").and_then(|g| g.opened.as_ref()) {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!("lineage {lineage:?} opened its own control at seq {}; control is never mixed or rerun", at.seq),
         ));
     }
     if control.group != "control" || control.lineage == lineage {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!(
                 "{}/{} is not another lineage's control group",
                 control.lineage, control.group
@@ -1027,7 +1028,7 @@ pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result
         .and_then(|v| v.iter().find(|(_, r)| r.group == *control));
     let Some((reg_at, reg)) = registered else {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!(
                 "{}/control is not an accepted control in the catalog",
                 control.lineage
@@ -1036,7 +1037,7 @@ pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result
     };
     if source.frozen.control_key != l.frozen.control_key {
         return Err(refuse(
-            "LINEAGE-6",
+            Rule::Lineage6,
             format!(
                 "control key {} of {} differs from {} of {lineage:?}: reuse needs the exact key",
                 source.frozen.control_key, control.lineage, l.frozen.control_key
@@ -1046,7 +1047,7 @@ pub fn control_reuse(state: &State, lineage: &str, control: &GroupRef) -> Result
     let artifact = crate::method::verdict::control_artifact_blake3(source, "control");
     if artifact != reg.artifact_blake3 {
         return Err(refuse(
-            "LINEAGE-9",
+            Rule::Lineage9,
             format!(
                 "the control artifact re-derived from the log is {artifact}, not the {} registered at seq {}",
                 reg.artifact_blake3, reg_at.seq
@@ -1078,7 +1079,7 @@ pub fn lineage_stop(state: &State, lineage: Option<&str>, reason: &str) -> Resul
     Ok(vec![Event::LineageStopped(
         crate::schema::events::LineageStopped {
             lineage: l.frozen.lineage.clone(),
-            rule: "VERDICT-3".into(),
+            rule: Rule::Verdict3.into(),
             reason: reason.to_string(),
             evidence_seq: None,
         },

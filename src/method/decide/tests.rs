@@ -34,7 +34,7 @@ fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozen {
 
 fn rule(r: Result<Vec<Event>>) -> &'static str {
     match r {
-        Err(Error::Refused { rule, .. }) => rule,
+        Err(Error::Refused { rule, .. }) => rule.as_str(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -726,7 +726,7 @@ mod lifecycle {
         let mut e = control_ready();
         e.push(Event::LineageStopped(LineageStopped {
             lineage: L.into(),
-            rule: "GATE-4".into(),
+            rule: crate::schema::rule::Rule::Gate4.into(),
             reason: "binary differs".into(),
             evidence_seq: None,
         }));

@@ -14,7 +14,7 @@ const L: &str = "short13-kimi-2026-11";
 
 fn rule<T: std::fmt::Debug>(r: crate::error::Result<T>) -> &'static str {
     match r {
-        Err(Error::Refused { rule, .. }) => rule,
+        Err(Error::Refused { rule, .. }) => rule.as_str(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
