@@ -1,23 +1,14 @@
 //! The AWS session of a lineage's one explicit selector, shared by
 //! `identity`, `quota`, `cleanup` and `check residue` (feature `aws`).
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
-use serde_json::json;
-
-use crate::cli::common::*;
-use crate::cli::Cli;
-use crate::error::{Error, ExitClass};
+use crate::error::Error;
 use crate::gates::aws::{self, AwsError, Selector, Session, Target};
-use crate::log::ledger::{Appended, Draft, Ledger};
-use crate::method::projections::{LineageState, State};
-use crate::schema::events::{CaseRef, Event, GroupRef, Status};
+use crate::method::projections::LineageState;
+use crate::schema::events::Status;
 use crate::schema::manifest::PrivateFile;
 use crate::schema::rule::Rule;
-use crate::schema::time::now_utc_ns;
 
 /// The endpoint override of every AWS call (never read from a manifest).
 pub const ENDPOINT_VAR: &str = "BENCHLEDGER_AWS_ENDPOINT_URL";
@@ -52,8 +43,8 @@ pub(crate) fn target(region: &str) -> anyhow::Result<Target> {
 /// The private file checked against the frozen commitments: its role
 /// ARN and commitment key.
 pub(crate) struct Private {
-    role_arn: Option<String>,
-    key: [u8; 32],
+    pub(crate) role_arn: Option<String>,
+    pub(crate) key: [u8; 32],
 }
 
 pub(crate) fn read_private(l: &LineageState, path: &PathBuf) -> anyhow::Result<Private> {

@@ -293,8 +293,11 @@ fn residue(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCod
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+
+    use crate::error::ExitClass;
+
     use crate::cli::aws::*;
-    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+    use crate::gates::aws::{self};
     pub fn residue_aws(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCode> {
         let l = lineage_state(cli, wait, a.lineage.as_deref())?;
         require_group(&l, &a.group)?;

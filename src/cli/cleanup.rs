@@ -94,13 +94,19 @@ pub use with_aws::run_cleanup;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use serde_json::json;
+
     use crate::cli::aws::*;
-    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+    use crate::error::{Error, ExitClass};
+    use crate::gates::aws::{self, Session};
     use crate::limits::{MONITOR_INTERVAL_MS_MAX, MONITOR_INTERVAL_MS_MIN, MONITOR_SAMPLES_MAX};
-    use crate::schema::events::{
-        CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
-    };
+    use crate::log::ledger::{Draft, Ledger};
+    use crate::method::audit::cleanup_history;
+    use crate::method::projections::LineageState;
+    use crate::schema::events::{CleanupAudited, MonitorSampled, ResidueTerminated};
+    use crate::schema::events::{Event, GroupRef, Status};
     use crate::schema::rule::Rule;
+    use crate::schema::time::now_utc_ns;
 
     /// Audits a group and appends the audit; returns it with its seq.
     fn audit_and_record(

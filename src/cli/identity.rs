@@ -48,12 +48,17 @@ pub use with_aws::run_identity;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use serde_json::json;
+
+    use crate::error::ExitClass;
+    use crate::log::ledger::{Draft, Ledger};
+
     use crate::cli::aws::*;
-    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
-    use crate::schema::events::{
-        CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
-    };
+    use crate::gates::aws::{self};
+    use crate::schema::events::{Event, Status};
+    use crate::schema::events::{IdentityChecked, LineageStopped};
     use crate::schema::rule::Rule;
+    use crate::schema::time::now_utc_ns;
 
     /// `identity prove`.
     pub fn run_identity(

@@ -47,11 +47,14 @@ pub use with_aws::run_quota;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use serde_json::json;
+
+    use crate::error::ExitClass;
+
+    use crate::schema::events::{Event, Status};
+
     use crate::cli::aws::*;
-    use crate::gates::aws::{self, AwsError, Selector, Session, Target};
-    use crate::schema::events::{
-        CleanupAudited, IdentityChecked, LineageStopped, MonitorSampled, ResidueTerminated,
-    };
+    use crate::gates::aws::{self};
 
     /// `quota check`.
     pub fn run_quota(cli: &Cli, cmd: &QuotaCommand, wait: Duration) -> anyhow::Result<ExitCode> {
