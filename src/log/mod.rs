@@ -12,3 +12,4 @@ pub mod guard;
 pub mod ledger;
 pub mod record;
 pub mod store;
+pub mod tlog;

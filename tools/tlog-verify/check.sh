@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# CI entry point for the independent tlog verifier: set up its venv, check every
+# vector of vectors.json with verify.py (no code shared with the Rust module), and
+# drive the command line on files cut from the vectors (good ones verify with exit
+# 0, tampered ones fail with exit 1). Ends with "N passed, N failed"; exits
+# non-zero on any failure.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PY="$(bash "$HERE/setup.sh" | tail -n 1)"
+VERIFY="$HERE/verify.py"
+VECTORS="${1:-$HERE/vectors.json}"
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+# expect NAME WANTED_EXIT CMD...: run CMD, compare its exit code.
+expect() {
+  local name="$1" want="$2" rc=0; shift 2
+  "$@" >"$TMP/out.log" 2>&1 || rc=$?
+  if [[ $rc -eq $want ]]; then pass "$name"; else
+    fail "$name (exit $rc, wanted $want)"; sed 's/^/    /' "$TMP/out.log"; fi
+}
+
+# 1. Every vector (the verifier prints its own PASS/FAIL lines and a total).
+rc=0
+"$PY" "$VERIFY" vectors "$VECTORS" >"$TMP/vectors.log" 2>&1 || rc=$?
+grep -E '^FAIL' "$TMP/vectors.log" || true
+total="$(tail -n 1 "$TMP/vectors.log")"
+if [[ $rc -eq 0 && "$total" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
+  pass "vectors.json: $total"
+else
+  fail "vectors.json: $total (exit $rc)"; sed 's/^/    /' "$TMP/vectors.log" | tail -n 20
+fi
+
+# 2. The command line, on files cut from the vectors.
+"$PY" - "$VECTORS" "$TMP" <<'PYEOF'
+import json, sys
+v = json.load(open(sys.argv[1], encoding="utf-8")); d = sys.argv[2]
+def put(name, text):
+    with open(f"{d}/{name}", "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+put("log.vkey", v["keys"]["log"]["verifier_key"] + "\n")
+put("witness.vkey", v["keys"]["witness"]["verifier_key"] + "\n")
+put("signed.note", v["signed_note"])
+put("cosigned.note", v["cosignature"]["cosigned_note"])
+put("inclusion.json", v["inclusion_proof_json"])
+put("consistency.json", v["consistency"]["proof_json"])
+put("old.note", v["consistency"]["old_note"])
+put("new.note", v["consistency"]["new_note"])
+put("forged.note", v["signed_note"].replace("\n7\n", "\n8\n", 1))
+bad = json.loads(v["inclusion_proof_json"]); bad["leaf_index"] = 4
+put("bad-inclusion.json", json.dumps(bad, indent=2, ensure_ascii=False) + "\n")
+PYEOF
+LOG="@$TMP/log.vkey"
+W="@$TMP/witness.vkey"
+expect "note verifies with the log key" 0 "$PY" "$VERIFY" note "$TMP/signed.note" --vkey "$LOG"
+expect "forged note fails" 1 "$PY" "$VERIFY" note "$TMP/forged.note" --vkey "$LOG"
+expect "note with only the witness key fails" 1 "$PY" "$VERIFY" note "$TMP/signed.note" --vkey "$W"
+expect "cosigned checkpoint verifies" 0 "$PY" "$VERIFY" checkpoint "$TMP/cosigned.note" --vkey "$LOG" --witness "$W"
+expect "checkpoint needs the log key" 1 "$PY" "$VERIFY" checkpoint "$TMP/cosigned.note" --vkey "$W"
+expect "inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$TMP/inclusion.json" --vkey "$LOG" --witness "$W"
+expect "tampered inclusion proof fails" 1 "$PY" "$VERIFY" inclusion "$TMP/bad-inclusion.json" --vkey "$LOG"
+expect "consistency proof verifies" 0 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/old.note" "$TMP/new.note" --vkey "$LOG" --witness "$W"
+expect "consistency with swapped notes fails" 1 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/new.note" "$TMP/old.note" --vkey "$LOG"
+expect "missing file is a usage error" 2 "$PY" "$VERIFY" note "$TMP/nothing.note" --vkey "$LOG"
+
+echo "tlog-verify: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
