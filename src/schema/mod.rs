@@ -5,6 +5,7 @@
 pub mod events;
 pub mod manifest;
 pub mod money;
+pub mod named;
 pub mod rule;
 pub mod secrets;
 pub mod strings;
