@@ -357,7 +357,7 @@ fn check_ack(ledger: &Ledger, ack: &Ack) -> Result<(), String> {
 /// A present projection checkpoint equals the replay of the log up to its
 /// seq (or is ignored as unusable); never a different state.
 fn check_checkpoint(ledger: &Ledger) -> Result<(), String> {
-    match benchledger::log::checkpoint::check(ledger) {
+    match benchledger::method::checkpointed::check(ledger) {
         Ok(benchledger::log::checkpoint::Check::Differs { seq }) => Err(format!(
             "the projection checkpoint at seq {seq} differs from the replay of the log"
         )),

@@ -54,7 +54,8 @@ pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
 /// checkpoint (checkpoint.rs), which folds only the log's tail when a valid
 /// checkpoint exists. Failing to write a checkpoint is a warning.
 pub(crate) fn decide_state(ledger: &Ledger) -> anyhow::Result<crate::method::projections::State> {
-    let r = crate::log::checkpoint::replay(ledger, crate::log::checkpoint::Policy::DEFAULT)?;
+    let r =
+        crate::method::checkpointed::decide_state(ledger, crate::log::checkpoint::Policy::DEFAULT)?;
     if let Some(Err(e)) = &r.written {
         eprintln!("benchledger: warning: projection checkpoint not written ({e}); later commands replay from genesis");
     }

@@ -143,7 +143,7 @@ pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Res
     // Paired check of the derived cache: a present checkpoint must
     // equal the replay of the (verified) log at its seq.
     let ckpt = if report.ok() {
-        Some(crate::log::checkpoint::check(&ledger)?)
+        Some(crate::method::checkpointed::check(&ledger)?)
     } else {
         None
     };

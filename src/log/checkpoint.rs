@@ -1,13 +1,14 @@
-//! Projection checkpoints: a cache of `projections::replay`'s state at a
-//! verified seq, so that a deciding verb folds only the tail of the log
-//! instead of every event since genesis (issue #9: `case start` on a
+//! Projection checkpoints: a cache of a projection's state (the method's
+//! `State`, through the [`Projection`] trait, so the log layer never names
+//! it) at a verified seq, so that a deciding verb folds only the tail of the
+//! log instead of every event since genesis (issue #9: `case start` on a
 //! 150k-event ledger).
 //!
 //! The log stays the only truth. A checkpoint is used only when
 //! - its checksum (BLAKE3 derive_key over every byte before it) matches,
 //! - it was written by this checkpoint format, this state layout
-//!   (`STATE_LAYOUT_VERSION`, pinned by a test) and this projection code
-//!   (`PROJECTION_VERSION`),
+//!   (`Projection::LAYOUT_VERSION`, pinned by a test) and this projection
+//!   code (`Projection::PROJECTION_VERSION`),
 //! - and the record at its seq exists, passes its own link check and has
 //!   exactly the hash the checkpoint names.
 //!
@@ -27,6 +28,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -34,24 +36,59 @@ use crate::limits::{CHECKPOINT_BYTES_MAX, CHECKPOINT_EVENTS_MIN, CHECKPOINT_TAIL
 use crate::log::chain::Hash;
 use crate::log::codec;
 use crate::log::ledger::Ledger;
-use crate::method::projections::{self, At, State, PROJECTION_VERSION};
+use crate::schema::events::Event;
+
+/// A pure fold of the verified log whose state may be cached. The method's
+/// `State` implements it; `apply` cannot fail.
+pub trait Projection: Default + PartialEq + Serialize + DeserializeOwned {
+    /// The version of the fold's code: a change invalidates checkpoints.
+    const PROJECTION_VERSION: u32;
+    /// The layout of the encoded state: a change of the state's types
+    /// changes the bytes; a pinned test makes it be raised.
+    const LAYOUT_VERSION: u32;
+    /// Folds one verified event recorded at `seq` and `recorded_at_utc_ns`.
+    fn apply_event(&mut self, seq: u64, recorded_at_utc_ns: u64, event: &Event);
+    /// The last folded seq, `None` before genesis.
+    fn head_seq(&self) -> Option<u64>;
+    /// Whether this state may be written to a checkpoint (the decide state
+    /// may; a state with extra scans may not).
+    fn cacheable(&self) -> bool;
+}
+
+/// Folds the verified log from `from` up to and including `seq_max` into
+/// `state`; returns the number of events folded and the last seq and hash.
+pub fn fold_into<S: Projection>(
+    ledger: &Ledger,
+    state: &mut S,
+    from: u64,
+    seq_max: u64,
+) -> Result<(u64, Option<(u64, Hash)>)> {
+    let mut last = None;
+    let mut folded = 0u64;
+    for v in ledger.records_from(from)? {
+        let v = v?;
+        let r = &v.decoded.record;
+        if r.seq > seq_max {
+            break;
+        }
+        state.apply_event(r.seq, r.recorded_at_utc_ns, &v.decoded.event);
+        folded += 1;
+        last = Some((r.seq, v.hash));
+    }
+    Ok((folded, last))
+}
 
 /// The checkpoint's file name inside the ledger directory.
 pub const CHECKPOINT_FILE: &str = "projection.checkpoint";
 
 /// First bytes of every checkpoint file.
-const MAGIC: &[u8; 16] = b"benchledger-ckpt";
+pub(crate) const MAGIC: &[u8; 16] = b"benchledger-ckpt";
 
 /// The file layout version.
 pub const CHECKPOINT_FORMAT: u32 = 1;
 
-/// The layout of `projections::State` as encoded. Any change to the state's
-/// types changes the bytes; the test `state_layout_is_pinned` then fails
-/// until this is raised and its pinned hash renewed.
-pub const STATE_LAYOUT_VERSION: u32 = 2;
-
 /// BLAKE3 derive_key context of the checksum.
-const CHECKSUM_CONTEXT: &str = "benchledger v1 projection checkpoint";
+pub(crate) const CHECKSUM_CONTEXT: &str = "benchledger v1 projection checkpoint";
 
 const CHECKSUM_BYTES: usize = 32;
 
@@ -77,11 +114,11 @@ impl Policy {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Header {
-    format: u32,
-    layout: u32,
-    projection_version: u32,
-    seq: u64,
-    hash: Hash,
+    pub(crate) format: u32,
+    pub(crate) layout: u32,
+    pub(crate) projection_version: u32,
+    pub(crate) seq: u64,
+    pub(crate) hash: Hash,
 }
 
 /// Where a replay started.
@@ -103,9 +140,9 @@ pub enum Source {
 
 /// A replayed state and how it was obtained.
 #[derive(Debug)]
-pub struct Replayed {
-    /// The state: equal to `projections::replay` of the same ledger.
-    pub state: State,
+pub struct Replayed<S> {
+    /// The state: equal to the full replay of the same ledger.
+    pub state: S,
     /// Where the fold started.
     pub source: Source,
     /// `Some(Ok(seq))` when a checkpoint at `seq` was written, `Some(Err)`
@@ -140,11 +177,11 @@ pub fn path(ledger_dir: &Path) -> PathBuf {
     ledger_dir.join(CHECKPOINT_FILE)
 }
 
-/// `projections::replay` through the checkpoint, writing a fresh one when
+/// The full replay through the checkpoint, writing a fresh one when
 /// `policy` says so. Errors are the ledger's (damage, I/O of the log); a
 /// bad checkpoint is never an error.
-pub fn replay(ledger: &Ledger, policy: Policy) -> Result<Replayed> {
-    let (mut state, mut source) = match load(ledger, policy)? {
+pub fn replay<S: Projection>(ledger: &Ledger, policy: Policy) -> Result<Replayed<S>> {
+    let (mut state, mut source) = match load::<S>(ledger, policy)? {
         Ok((header, state)) => (
             state,
             Source::Checkpoint {
@@ -152,29 +189,15 @@ pub fn replay(ledger: &Ledger, policy: Policy) -> Result<Replayed> {
                 tail_events: 0,
             },
         ),
-        Err(why) => (State::default(), Source::Genesis { why }),
+        Err(why) => (S::default(), Source::Genesis { why }),
     };
-    let from = state.head_seq.map_or(0, |s| s + 1);
-    let mut last = None;
-    let mut folded = 0u64;
-    for v in ledger.records_from(from)? {
-        let v = v?;
-        let r = &v.decoded.record;
-        state.apply(
-            At {
-                seq: r.seq,
-                utc_ns: r.recorded_at_utc_ns,
-            },
-            &v.decoded.event,
-        );
-        folded += 1;
-        last = Some((r.seq, v.hash));
-    }
+    let from = state.head_seq().map_or(0, |s| s + 1);
+    let (folded, last) = fold_into(ledger, &mut state, from, u64::MAX)?;
     if let Source::Checkpoint { tail_events, .. } = &mut source {
         *tail_events = folded;
     }
     let due = match &source {
-        Source::Genesis { .. } => state.head_seq.is_some_and(|s| s + 1 >= policy.events_min),
+        Source::Genesis { .. } => state.head_seq().is_some_and(|s| s + 1 >= policy.events_min),
         Source::Checkpoint { tail_events, .. } => *tail_events >= policy.tail_events_max,
     };
     let written = match (due, last) {
@@ -194,14 +217,15 @@ pub fn replay(ledger: &Ledger, policy: Policy) -> Result<Replayed> {
 
 /// Re-derives a present checkpoint from genesis (the paired check of
 /// `verify`).
-pub fn check(ledger: &Ledger) -> Result<Check> {
+pub fn check<S: Projection>(ledger: &Ledger) -> Result<Check> {
     if !path(ledger.dir()).exists() {
         return Ok(Check::Absent);
     }
-    match load(ledger, Policy::DEFAULT)? {
+    match load::<S>(ledger, Policy::DEFAULT)? {
         Err(why) => Ok(Check::Ignored { why }),
         Ok((header, state)) => {
-            let derived = projections::replay_until(ledger, State::default(), header.seq)?;
+            let mut derived = S::default();
+            fold_into(ledger, &mut derived, 0, header.seq)?;
             Ok(if derived == state {
                 Check::Matches { seq: header.seq }
             } else {
@@ -213,13 +237,19 @@ pub fn check(ledger: &Ledger) -> Result<Check> {
 
 /// Writes the checkpoint of `state`, the replay up to record `seq` whose
 /// hash is `hash`: to a temporary file, then renamed over the old one.
-pub fn write(ledger_dir: &Path, state: &State, seq: u64, hash: Hash, policy: Policy) -> Result<()> {
+pub fn write<S: Projection>(
+    ledger_dir: &Path,
+    state: &S,
+    seq: u64,
+    hash: Hash,
+    policy: Policy,
+) -> Result<()> {
     assert!(
-        !state.scan_secrets,
+        state.cacheable(),
         "a checkpoint holds the decide state, never the scanning one"
     );
     assert_eq!(
-        state.head_seq,
+        state.head_seq(),
         Some(seq),
         "checkpoint seq is the state's head"
     );
@@ -260,11 +290,11 @@ fn remove_stale_temporaries(ledger_dir: &Path) {
     }
 }
 
-pub(crate) fn encode(state: &State, seq: u64, hash: Hash) -> Result<Vec<u8>> {
+pub(crate) fn encode<S: Projection>(state: &S, seq: u64, hash: Hash) -> Result<Vec<u8>> {
     let header = Header {
         format: CHECKPOINT_FORMAT,
-        layout: STATE_LAYOUT_VERSION,
-        projection_version: PROJECTION_VERSION,
+        layout: S::LAYOUT_VERSION,
+        projection_version: S::PROJECTION_VERSION,
         seq,
         hash,
     };
@@ -287,7 +317,9 @@ pub(crate) fn seal(body: &mut Vec<u8>) {
 }
 
 /// Reads and checks the checkpoint: `Ok(Err(why))` when it cannot be used.
-fn load(ledger: &Ledger, policy: Policy) -> Result<std::result::Result<(Header, State), String>> {
+type Loaded<S> = std::result::Result<(Header, S), String>;
+
+fn load<S: Projection>(ledger: &Ledger, policy: Policy) -> Result<Loaded<S>> {
     let p = path(ledger.dir());
     let len = match fs::metadata(&p) {
         Ok(m) => m.len(),
@@ -306,11 +338,11 @@ fn load(ledger: &Ledger, policy: Policy) -> Result<std::result::Result<(Header, 
         Ok(b) => b,
         Err(e) => return Ok(Err(format!("cannot read {}: {e}", p.display()))),
     };
-    let (header, state) = match decode(&bytes) {
+    let (header, state) = match decode::<S>(&bytes) {
         Ok(hs) => hs,
         Err(why) => return Ok(Err(why)),
     };
-    if state.head_seq != Some(header.seq) || state.scan_secrets {
+    if state.head_seq() != Some(header.seq) || !state.cacheable() {
         return Ok(Err("checkpoint state does not sit at its seq".into()));
     }
     let head = ledger.head()?;
@@ -329,7 +361,7 @@ fn load(ledger: &Ledger, policy: Policy) -> Result<std::result::Result<(Header, 
     Ok(Ok((header, state)))
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<(Header, State), String> {
+pub(crate) fn decode<S: Projection>(bytes: &[u8]) -> Loaded<S> {
     let body_end = bytes
         .len()
         .checked_sub(CHECKSUM_BYTES)
@@ -350,19 +382,19 @@ pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<(Header, State), Strin
     let header: Header = codec::decode_bulk(&bytes[at + 4..header_end])
         .map_err(|e| format!("checkpoint header: {e}"))?;
     if header.format != CHECKPOINT_FORMAT
-        || header.layout != STATE_LAYOUT_VERSION
-        || header.projection_version != PROJECTION_VERSION
+        || header.layout != S::LAYOUT_VERSION
+        || header.projection_version != S::PROJECTION_VERSION
     {
         return Err(format!(
-            "checkpoint written by another build (format {}, layout {}, projections {}; this build {CHECKPOINT_FORMAT}, {STATE_LAYOUT_VERSION}, {PROJECTION_VERSION})",
-            header.format, header.layout, header.projection_version
+            "checkpoint written by another build (format {}, layout {}, projections {}; this build {CHECKPOINT_FORMAT}, {}, {})",
+            header.format,
+            header.layout,
+            header.projection_version,
+            S::LAYOUT_VERSION,
+            S::PROJECTION_VERSION
         ));
     }
-    let state: State = codec::decode_bulk(&bytes[header_end..body_end])
+    let state: S = codec::decode_bulk(&bytes[header_end..body_end])
         .map_err(|e| format!("checkpoint state: {e}"))?;
     Ok((header, state))
 }
-
-#[cfg(test)]
-#[path = "checkpoint_tests.rs"]
-mod tests;

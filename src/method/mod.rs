@@ -4,6 +4,7 @@
 //! files or the network: the CLI gathers facts and passes them in.
 
 pub mod audit;
+pub mod checkpointed;
 pub mod decide;
 pub mod projections;
 pub mod trial_config;

@@ -1221,10 +1221,10 @@ fn fuzz_trial_names_and_canonical_json() {
 fn checkpoint_target(data: &[u8]) -> String {
     // As read (the checksum almost never holds), then with the checksum
     // recomputed so the mutation reaches the header and state decoders.
-    let _ = crate::log::checkpoint::decode(data);
+    let _ = crate::log::checkpoint::decode::<crate::method::projections::State>(data);
     let mut sealed = data.to_vec();
     crate::log::checkpoint::seal(&mut sealed);
-    match crate::log::checkpoint::decode(&sealed) {
+    match crate::log::checkpoint::decode::<crate::method::projections::State>(&sealed) {
         Ok((_, state)) => format!("ok {}", state.lineages.len()),
         Err(e) => {
             check_refusal(data, &e);

@@ -954,13 +954,20 @@ fn run_child(args: &[String]) {
             let ckpt = benchledger::log::checkpoint::path(Path::new(dir));
             let _ = std::fs::remove_file(&ckpt);
             let t = Instant::now();
-            let first = benchledger::log::checkpoint::replay(&ledger, policy).expect("replay");
+            let first = benchledger::log::checkpoint::replay::<
+                benchledger::method::projections::State,
+            >(&ledger, policy)
+            .expect("replay");
             let ckpt_build_ms = t.elapsed().as_secs_f64() * 1e3;
             assert_eq!(first.written, Some(Ok(full.head_seq.expect("events"))));
             let ckpt_bytes = std::fs::metadata(&ckpt).expect("checkpoint").len();
             drop(first);
             let t = Instant::now();
-            let r = benchledger::log::checkpoint::replay(&ledger, policy).expect("replay");
+            let r =
+                benchledger::log::checkpoint::replay::<benchledger::method::projections::State>(
+                    &ledger, policy,
+                )
+                .expect("replay");
             let ckpt_load_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(matches!(
                 r.source,

@@ -5,8 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::limits::CHECKPOINT_BYTES_MAX;
+use crate::log::checkpoint::{self as ckpt, *};
+use crate::log::codec;
 use crate::log::ledger::Ledger;
-use crate::method::projections::{replay, replay_until};
+use crate::method::projections::{replay, replay_until, State};
 
 const NEVER: Policy = Policy {
     events_min: u64::MAX,
@@ -34,7 +37,7 @@ fn checkpoint_at(ledger: &Ledger, seq: u64) {
     write(ledger.dir(), &state, seq, hash, Policy::DEFAULT).unwrap();
 }
 
-fn genesis_why(r: &Replayed) -> &str {
+fn genesis_why(r: &Replayed<State>) -> &str {
     match &r.source {
         Source::Genesis { why } => why,
         other => panic!("expected a replay from genesis, got {other:?}"),
@@ -48,7 +51,7 @@ fn a_checkpointed_replay_equals_the_full_replay_from_any_seq() {
     let head = ledger.head().unwrap().seq;
     for seq in [0, 1, head / 3, head / 2, head - 1, head] {
         checkpoint_at(&ledger, seq);
-        let r = super::replay(&ledger, NEVER).unwrap();
+        let r = ckpt::replay::<State>(&ledger, NEVER).unwrap();
         assert_eq!(
             r.source,
             Source::Checkpoint {
@@ -80,7 +83,7 @@ fn every_recorded_lineage_replays_the_same_through_a_midway_checkpoint() {
         let (_t, ledger) = imported(&name);
         let head = ledger.head().unwrap().seq;
         checkpoint_at(&ledger, head / 2);
-        let r = super::replay(&ledger, NEVER).unwrap();
+        let r = ckpt::replay::<State>(&ledger, NEVER).unwrap();
         assert!(matches!(r.source, Source::Checkpoint { .. }), "{name}");
         assert!(r.state == replay(&ledger).unwrap(), "{name}: states differ");
     }
@@ -94,7 +97,7 @@ fn a_first_checkpoint_is_written_at_events_min_and_not_below() {
         events_min: events + 1,
         ..NEVER
     };
-    let r = super::replay(&ledger, below).unwrap();
+    let r = ckpt::replay::<State>(&ledger, below).unwrap();
     assert_eq!(genesis_why(&r), "no checkpoint");
     assert_eq!(r.written, None);
     assert!(!path(ledger.dir()).exists());
@@ -103,11 +106,11 @@ fn a_first_checkpoint_is_written_at_events_min_and_not_below() {
         events_min: events,
         ..NEVER
     };
-    let r = super::replay(&ledger, at).unwrap();
+    let r = ckpt::replay::<State>(&ledger, at).unwrap();
     assert_eq!(r.written, Some(Ok(events - 1)));
     assert!(path(ledger.dir()).exists());
     // The next replay starts from it and folds nothing.
-    let r = super::replay(&ledger, at).unwrap();
+    let r = ckpt::replay::<State>(&ledger, at).unwrap();
     assert_eq!(
         r.source,
         Source::Checkpoint {
@@ -126,15 +129,15 @@ fn a_tail_of_tail_events_max_renews_the_checkpoint_and_a_shorter_one_does_not() 
         tail_events_max: 11,
         ..NEVER
     };
-    assert_eq!(super::replay(&ledger, short).unwrap().written, None);
+    assert_eq!(ckpt::replay::<State>(&ledger, short).unwrap().written, None);
     let at = Policy {
         tail_events_max: 10,
         ..NEVER
     };
-    let r = super::replay(&ledger, at).unwrap();
+    let r = ckpt::replay::<State>(&ledger, at).unwrap();
     assert_eq!(r.written, Some(Ok(head)));
     assert_eq!(
-        super::replay(&ledger, NEVER).unwrap().source,
+        ckpt::replay::<State>(&ledger, NEVER).unwrap().source,
         Source::Checkpoint {
             seq: head,
             tail_events: 0
@@ -183,10 +186,10 @@ fn bytes_max_is_enforced_at_and_past_the_bound_on_write_and_read() {
     );
     write(ledger.dir(), &state, head.seq, head.hash, at).unwrap();
     assert!(matches!(
-        super::replay(&ledger, at).unwrap().source,
+        ckpt::replay::<State>(&ledger, at).unwrap().source,
         Source::Checkpoint { .. }
     ));
-    let r = super::replay(&ledger, past).unwrap();
+    let r = ckpt::replay::<State>(&ledger, past).unwrap();
     assert!(genesis_why(&r).contains("over the limit"), "{:?}", r.source);
     assert!(r.state == state);
 }
@@ -211,7 +214,7 @@ fn a_torn_flipped_or_foreign_checkpoint_is_ignored_and_the_state_is_replayed() {
     ];
     for (what, bytes, why) in cases {
         std::fs::write(&p, bytes).unwrap();
-        let r = super::replay(&ledger, NEVER).unwrap();
+        let r = ckpt::replay::<State>(&ledger, NEVER).unwrap();
         assert!(genesis_why(&r).contains(why), "{what}: {:?}", r.source);
         assert!(r.state == full, "{what}");
     }
@@ -307,11 +310,11 @@ fn a_checkpoint_of_another_build_or_another_history_is_ignored() {
     ];
     for (what, h, state, why) in cases {
         std::fs::write(&p, forged(&h, state)).unwrap();
-        let r = super::replay(&ledger, NEVER).unwrap();
+        let r = ckpt::replay::<State>(&ledger, NEVER).unwrap();
         assert!(genesis_why(&r).contains(why), "{what}: {:?}", r.source);
         assert!(r.state == full, "{what}");
         assert!(
-            matches!(check(&ledger).unwrap(), Check::Ignored { .. }),
+            matches!(super::check(&ledger).unwrap(), Check::Ignored { .. }),
             "{what}"
         );
     }
@@ -320,11 +323,11 @@ fn a_checkpoint_of_another_build_or_another_history_is_ignored() {
 #[test]
 fn check_re_derives_the_checkpoint_and_names_a_forged_state() {
     let (_t, ledger) = imported("short13-accepted");
-    assert_eq!(check(&ledger).unwrap(), Check::Absent);
+    assert_eq!(super::check(&ledger).unwrap(), Check::Absent);
     let head = ledger.head().unwrap();
     let seq = head.seq / 2;
     checkpoint_at(&ledger, seq);
-    assert_eq!(check(&ledger).unwrap(), Check::Matches { seq });
+    assert_eq!(super::check(&ledger).unwrap(), Check::Matches { seq });
 
     // A checkpoint with a valid checksum and hash but a state the log does
     // not give (one lineage's claims dropped): decide would trust it, so
@@ -340,7 +343,7 @@ fn check_re_derives_the_checkpoint_and_names_a_forged_state() {
         NEVER,
     )
     .unwrap();
-    assert_eq!(check(&ledger).unwrap(), Check::Differs { seq });
+    assert_eq!(super::check(&ledger).unwrap(), Check::Differs { seq });
 }
 
 #[test]
