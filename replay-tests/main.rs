@@ -600,3 +600,5 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
 
 #[path = "report.rs"]
 mod report;
+#[path = "tidy.rs"]
+mod tidy;

@@ -239,8 +239,39 @@ impl Walker {
         self.next_seq
     }
 
-    /// Checks the next stored pair.
+    /// Checks the next stored pair: its key is the expected seq, its link
+    /// hash holds, it links to the previous record, it decodes canonically,
+    /// and genesis sits at seq 0 only.
     pub fn step(&mut self, key: &[u8], value: &[u8]) -> Result<Verified, Damage> {
+        let seq = self.expected_seq(key)?;
+        let Some((prev, hash, bytes)) = split_value(value) else {
+            return Err(damage(seq, DamageKind::TruncatedRecord, format!(
+                "stored value is {} bytes, shorter than its {VALUE_PREFIX_BYTES}-byte link prefix", value.len())));
+        };
+        if bytes.len() > RECORD_BYTES_MAX {
+            return Err(damage(
+                seq,
+                DamageKind::TruncatedRecord,
+                format!(
+                    "record is {} bytes, over the limit of {RECORD_BYTES_MAX}",
+                    bytes.len()
+                ),
+            ));
+        }
+        check_link(seq, &prev, &hash, bytes)?;
+        self.check_prev(seq, &prev)?;
+        let decoded = decode_at(seq, bytes)?;
+        self.prev = hash;
+        self.next_seq = seq + 1;
+        Ok(Verified {
+            prev,
+            hash,
+            decoded,
+        })
+    }
+
+    /// The seq of a stored key, which must be the one expected next.
+    fn expected_seq(&self, key: &[u8]) -> Result<u64, Damage> {
         let expected = self.next_seq;
         let seq = match <[u8; 8]>::try_from(key) {
             Ok(k) => u64::from_be_bytes(k),
@@ -259,96 +290,96 @@ impl Walker {
                 format!("seq {expected} is missing (next stored seq is {seq})"),
             ));
         }
-        let Some((prev, hash, bytes)) = split_value(value) else {
-            return Err(damage(seq, DamageKind::TruncatedRecord, format!(
-                "stored value is {} bytes, shorter than its {VALUE_PREFIX_BYTES}-byte link prefix", value.len())));
-        };
-        if bytes.len() > RECORD_BYTES_MAX {
-            return Err(damage(
-                seq,
-                DamageKind::TruncatedRecord,
-                format!(
-                    "record is {} bytes, over the limit of {RECORD_BYTES_MAX}",
-                    bytes.len()
-                ),
-            ));
+        Ok(seq)
+    }
+
+    /// The stored prev equals the hash of the record before (the paired
+    /// check of the chain: a rewritten record breaks its successor).
+    fn check_prev(&self, seq: u64, prev: &Hash) -> Result<(), Damage> {
+        if *prev == self.prev {
+            return Ok(());
         }
-        if link_hash(&prev, seq, bytes) != hash {
-            // Stored under the wrong key? Then it links with its own seq.
-            if let Ok(inner) = crate::log::codec::decode_canonical::<Record>(bytes) {
-                if inner.seq != seq && link_hash(&prev, inner.seq, bytes) == hash {
-                    return Err(damage(
-                        seq,
-                        DamageKind::Reordered,
-                        format!("the record stored at seq {seq} is record {}", inner.seq),
-                    ));
-                }
-            }
+        if seq == 0 {
             return Err(damage(
-                seq,
+                0,
                 DamageKind::BadHash,
-                "stored hash does not match the record bytes and link",
+                "genesis does not link to the zero hash",
             ));
         }
-        if prev != self.prev {
-            if seq == 0 {
-                return Err(damage(
-                    0,
-                    DamageKind::BadHash,
-                    "genesis does not link to the zero hash",
-                ));
-            }
-            return Err(damage(seq - 1, DamageKind::Rewritten, format!(
-                "record {} was rewritten: record {seq} committed to hash {}, the stored record hashes to {}",
-                seq - 1, hex::encode(prev), hex::encode(self.prev))));
-        }
-        let decoded = Record::decode(bytes).map_err(|e| {
-            let kind = match &e {
-                crate::log::record::RecordError::Codec(
-                    crate::log::codec::CodecError::NonCanonical,
-                )
-                | crate::log::record::RecordError::Codec(
-                    crate::log::codec::CodecError::Trailing(_),
-                )
-                | crate::log::record::RecordError::Payload(
-                    crate::schema::events::PayloadError::Codec {
-                        source:
-                            crate::log::codec::CodecError::NonCanonical
-                            | crate::log::codec::CodecError::Trailing(_),
-                        ..
-                    },
-                ) => DamageKind::NonCanonical,
-                _ => DamageKind::Undecodable,
-            };
-            damage(seq, kind, e.to_string())
-        })?;
-        if decoded.record.seq != seq {
+        Err(damage(seq - 1, DamageKind::Rewritten, format!(
+            "record {} was rewritten: record {seq} committed to hash {}, the stored record hashes to {}",
+            seq - 1, hex::encode(prev), hex::encode(self.prev))))
+    }
+}
+
+/// The stored hash is the link hash of `prev`, `seq` and the bytes; a record
+/// stored under another seq's key is named as reordered.
+fn check_link(seq: u64, prev: &Hash, hash: &Hash, bytes: &[u8]) -> Result<(), Damage> {
+    if link_hash(prev, seq, bytes) == *hash {
+        return Ok(());
+    }
+    if let Ok(inner) = crate::log::codec::decode_canonical::<Record>(bytes) {
+        if inner.seq != seq && link_hash(prev, inner.seq, bytes) == *hash {
             return Err(damage(
                 seq,
                 DamageKind::Reordered,
-                format!(
-                    "the record stored at seq {seq} says it is seq {}",
-                    decoded.record.seq
-                ),
+                format!("the record stored at seq {seq} is record {}", inner.seq),
             ));
         }
-        let is_genesis = matches!(decoded.event, Event::LedgerCreated(_));
-        if (seq == 0) != is_genesis {
-            let detail = if seq == 0 {
-                format!("seq 0 is {}, not the genesis record", decoded.record.kind)
-            } else {
-                "a genesis record after seq 0".to_string()
-            };
-            return Err(damage(seq, DamageKind::BadGenesis, detail));
-        }
-        self.prev = hash;
-        self.next_seq = seq + 1;
-        Ok(Verified {
-            prev,
-            hash,
-            decoded,
-        })
     }
+    Err(damage(
+        seq,
+        DamageKind::BadHash,
+        "stored hash does not match the record bytes and link",
+    ))
+}
+
+/// Decodes the record stored at `seq` (canonically) and checks that it says
+/// it is `seq` and that genesis sits at seq 0 only.
+fn decode_at(seq: u64, bytes: &[u8]) -> Result<Decoded, Damage> {
+    let decoded = Record::decode(bytes).map_err(|e| {
+        let kind = if is_non_canonical(&e) {
+            DamageKind::NonCanonical
+        } else {
+            DamageKind::Undecodable
+        };
+        damage(seq, kind, e.to_string())
+    })?;
+    if decoded.record.seq != seq {
+        return Err(damage(
+            seq,
+            DamageKind::Reordered,
+            format!(
+                "the record stored at seq {seq} says it is seq {}",
+                decoded.record.seq
+            ),
+        ));
+    }
+    let is_genesis = matches!(decoded.event, Event::LedgerCreated(_));
+    if (seq == 0) != is_genesis {
+        let detail = if seq == 0 {
+            format!("seq 0 is {}, not the genesis record", decoded.record.kind)
+        } else {
+            "a genesis record after seq 0".to_string()
+        };
+        return Err(damage(seq, DamageKind::BadGenesis, detail));
+    }
+    Ok(decoded)
+}
+
+/// Bytes that decode but are not the canonical encoding (or carry bytes
+/// after it): damage of kind `non_canonical`, not `undecodable`.
+fn is_non_canonical(e: &crate::log::record::RecordError) -> bool {
+    use crate::log::codec::CodecError;
+    use crate::log::record::RecordError;
+    matches!(
+        e,
+        RecordError::Codec(CodecError::NonCanonical | CodecError::Trailing(_))
+            | RecordError::Payload(crate::schema::events::PayloadError::Codec {
+                source: CodecError::NonCanonical | CodecError::Trailing(_),
+                ..
+            })
+    )
 }
 
 /// Checks the stored head against the last verified record.

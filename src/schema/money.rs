@@ -587,8 +587,27 @@ fn scan_digits(
     Ok((digits, i))
 }
 
+/// A number literal split into its parts, before normalization.
+struct Literal {
+    negative: bool,
+    int_digits: Vec<u8>,
+    frac_digits: Vec<u8>,
+    exponent: i64,
+}
+
 /// Parse a number literal of `grammar` exactly.
 fn parse_text(text: &str, grammar: Grammar) -> Result<Dec, MoneyError> {
+    refuse_special(text)?;
+    let syntax = |problem: &'static str| MoneyError::Syntax {
+        text: text.to_owned(),
+        problem,
+    };
+    let literal = split_literal(text.as_bytes(), grammar).map_err(syntax)?;
+    literal_to_dec(literal)
+}
+
+/// Empty, over-long, NaN and infinite texts.
+fn refuse_special(text: &str) -> Result<(), MoneyError> {
     if text.is_empty() {
         return Err(MoneyError::Empty);
     }
@@ -600,16 +619,15 @@ fn parse_text(text: &str, grammar: Grammar) -> Result<Dec, MoneyError> {
         .unwrap_or(text)
         .to_ascii_lowercase();
     match unsigned.as_str() {
-        "nan" => return Err(MoneyError::NotANumber),
-        "inf" | "infinity" => return Err(MoneyError::Infinite),
-        _ => {}
+        "nan" => Err(MoneyError::NotANumber),
+        "inf" | "infinity" => Err(MoneyError::Infinite),
+        _ => Ok(()),
     }
-    let syntax = |problem: &'static str| MoneyError::Syntax {
-        text: text.to_owned(),
-        problem,
-    };
+}
 
-    let bytes = text.as_bytes();
+/// Sign, integer digits, fraction and exponent of a non-empty literal, or
+/// the syntax problem.
+fn split_literal(bytes: &[u8], grammar: Grammar) -> Result<Literal, &'static str> {
     let mut i = 0;
     let mut negative = false;
     match bytes[0] {
@@ -617,88 +635,106 @@ fn parse_text(text: &str, grammar: Grammar) -> Result<Dec, MoneyError> {
             negative = true;
             i = 1;
         }
-        b'+' if grammar == Grammar::Json => return Err(syntax("a leading '+' is not json")),
+        b'+' if grammar == Grammar::Json => return Err("a leading '+' is not json"),
         b'+' => i = 1,
         _ => {}
     }
     if bytes.get(i).is_some_and(u8::is_ascii_whitespace) || bytes[0].is_ascii_whitespace() {
-        return Err(syntax("whitespace is not allowed"));
+        return Err("whitespace is not allowed");
     }
-
-    let (int_digits, next) = scan_digits(bytes, i, grammar).map_err(syntax)?;
+    let (int_digits, next) = scan_digits(bytes, i, grammar)?;
     if int_digits.is_empty() {
-        return Err(syntax(if bytes.get(next) == Some(&b'.') {
+        return Err(if bytes.get(next) == Some(&b'.') {
             "missing digits before the decimal point"
         } else {
             "expected a digit"
-        }));
+        });
     }
     if int_digits.len() > 1 && int_digits[0] == 0 {
-        return Err(syntax("leading zeros are not allowed"));
+        return Err("leading zeros are not allowed");
     }
     if int_digits == [0] && matches!(bytes.get(next), Some(b'x' | b'o' | b'b')) {
-        return Err(syntax("hex, octal and binary literals are not allowed"));
+        return Err("hex, octal and binary literals are not allowed");
     }
     i = next;
-
     let mut frac_digits = Vec::new();
     if bytes.get(i) == Some(&b'.') {
-        let (digits, next) = scan_digits(bytes, i + 1, grammar).map_err(syntax)?;
+        let (digits, next) = scan_digits(bytes, i + 1, grammar)?;
         if digits.is_empty() {
-            return Err(syntax("missing digits after the decimal point"));
+            return Err("missing digits after the decimal point");
         }
         frac_digits = digits;
         i = next;
     }
-
-    let mut exponent: i64 = 0;
-    if matches!(bytes.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        let mut exponent_negative = false;
-        match bytes.get(i) {
-            Some(b'-') => {
-                exponent_negative = true;
-                i += 1;
-            }
-            Some(b'+') => i += 1,
-            _ => {}
-        }
-        let (digits, next) = scan_digits(bytes, i, grammar).map_err(syntax)?;
-        if digits.is_empty() {
-            return Err(syntax("missing exponent digits"));
-        }
-        for d in digits {
-            exponent = (exponent * 10 + i64::from(d)).min(EXPONENT_SATURATION_POWERS);
-        }
-        if exponent_negative {
-            exponent = -exponent;
-        }
-        i = next;
-    }
-
-    if let Some(&b) = bytes.get(i) {
-        return Err(syntax(match b {
+    let (exponent, end) = scan_exponent(bytes, i, grammar)?;
+    if let Some(&b) = bytes.get(end) {
+        return Err(match b {
             b'.' => "more than one decimal point",
             b'e' | b'E' => "more than one exponent",
             b'-' | b'+' => "misplaced sign",
             b if b.is_ascii_whitespace() => "whitespace is not allowed",
             _ => "unexpected character",
-        }));
+        });
     }
+    Ok(Literal {
+        negative,
+        int_digits,
+        frac_digits,
+        exponent,
+    })
+}
 
-    // value = digits * 10^-(frac_len - exponent)
-    let mut digits: Vec<u8> = int_digits;
-    digits.extend_from_slice(&frac_digits);
-    let mut scale: i64 = frac_digits.len() as i64 - exponent;
-    let first_nonzero = digits.iter().position(|&d| d != 0);
-    let Some(first_nonzero) = first_nonzero else {
+/// An optional exponent at `i` (saturating at `EXPONENT_SATURATION_POWERS`)
+/// and the index after it.
+fn scan_exponent(
+    bytes: &[u8],
+    mut i: usize,
+    grammar: Grammar,
+) -> Result<(i64, usize), &'static str> {
+    if !matches!(bytes.get(i), Some(b'e' | b'E')) {
+        return Ok((0, i));
+    }
+    i += 1;
+    let mut exponent_negative = false;
+    match bytes.get(i) {
+        Some(b'-') => {
+            exponent_negative = true;
+            i += 1;
+        }
+        Some(b'+') => i += 1,
+        _ => {}
+    }
+    let (digits, next) = scan_digits(bytes, i, grammar)?;
+    if digits.is_empty() {
+        return Err("missing exponent digits");
+    }
+    let mut exponent: i64 = 0;
+    for d in digits {
+        exponent = (exponent * 10 + i64::from(d)).min(EXPONENT_SATURATION_POWERS);
+    }
+    Ok((
+        if exponent_negative {
+            -exponent
+        } else {
+            exponent
+        },
+        next,
+    ))
+}
+
+/// The exact decimal of a literal: value = digits * 10^-(frac_len - exponent),
+/// normalized (no leading or trailing zeros), within the digit bounds.
+fn literal_to_dec(literal: Literal) -> Result<Dec, MoneyError> {
+    let mut digits: Vec<u8> = literal.int_digits;
+    digits.extend_from_slice(&literal.frac_digits);
+    let mut scale: i64 = literal.frac_digits.len() as i64 - literal.exponent;
+    let Some(first_nonzero) = digits.iter().position(|&d| d != 0) else {
         return Ok(Dec::ZERO);
     };
     let digits = &digits[first_nonzero..];
     let last_nonzero = digits.iter().rposition(|&d| d != 0).unwrap_or(0);
     scale -= (digits.len() - 1 - last_nonzero) as i64;
     let digits = &digits[..=last_nonzero];
-
     let significant = digits.len() as i64 + if scale < 0 { -scale } else { 0 };
     if significant > i64::from(DEC_MAX_SIGNIFICANT_DIGITS) {
         return Err(MoneyError::TooManyDigits {
@@ -719,7 +755,7 @@ fn parse_text(text: &str, grammar: Grammar) -> Result<Dec, MoneyError> {
         mantissa *= POW10[(-scale) as usize];
         scale = 0;
     }
-    if negative {
+    if literal.negative {
         mantissa = -mantissa;
     }
     Ok(Dec {

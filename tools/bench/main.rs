@@ -1,8 +1,9 @@
 //! benchledger's benchmark (issue #9): every figure from one run, side by
 //! side, as ratios, because these machines are noisy.
 //!
-//!     cargo bench --no-default-features --bench ledger               # everything
-//!     cargo bench --no-default-features --bench ledger -- replay cli # some sections
+//!     cargo build --release --no-default-features                   # the CLI it measures
+//!     cargo bench -p benchledger-bench                              # everything
+//!     cargo bench -p benchledger-bench -- replay cli                # some sections
 //!
 //! Sections: `ingest` (durable batched ingest vs raw sled vs SQLite WAL),
 //! `cli` (one durable append through the CLI vs process start + one fsync),
@@ -16,7 +17,7 @@
 //!
 //! Every measurement that reports memory runs in its own child process
 //! (this program re-executed as `child ...`) and reads its own VmHWM.
-//! Without `--bench` (that is, under `cargo test --all-targets`) the program
+//! Without `--bench` (that is, under `cargo test -p benchledger-bench --benches`) the program
 //! runs every section once at a tiny scale and checks nothing but that it
 //! works: a smoke run, never a timed test. See tools/BENCHMARKS.md.
 
@@ -63,6 +64,13 @@ fn main() {
         return run_child(&args[1..]);
     }
     let opts = parse(&args);
+    if !opts.bin.is_file() {
+        eprintln!(
+            "bench: {} does not exist: build the CLI of the same profile first (cargo build --no-default-features [--release]) or pass --bin",
+            opts.bin.display()
+        );
+        std::process::exit(2);
+    }
     std::fs::create_dir_all(&opts.work).expect("work dir");
     let mut results = serde_json::Map::new();
     results.insert("machine".into(), machine());
@@ -153,7 +161,7 @@ fn parse(args: &[String]) -> Opts {
             gen::SCALES.to_vec()
         },
         main_scale: if smoke { gen::SMOKE } else { gen::SCALES[1] },
-        bin: PathBuf::from(env!("CARGO_BIN_EXE_benchledger")),
+        bin: default_bin(),
         smoke,
     };
     let mut it = args.iter();
@@ -509,7 +517,7 @@ fn section_verify(opts: &Opts, g: &Generated) -> Value {
         ),
         (
             "header_decode_secs",
-            "part of that: bincode decode of the record header alone (no payload, no re-encode)",
+            "part of that: decode of the record header alone (codec::decode_bulk: no payload, no re-encode)",
         ),
         (
             "header_encode_secs",
@@ -1082,18 +1090,10 @@ fn child_verify(dir: &Path) -> Value {
     // the same decode split: the header alone, without the canonical
     // re-encode, then the re-encode alone (what `codec::decode_canonical`
     // adds to every decode, twice per record)
-    let config = bincode::config::standard()
-        .with_big_endian()
-        .with_fixed_int_encoding()
-        .with_limit::<{ benchledger::limits::RECORD_BYTES_MAX }>();
     let t = Instant::now();
     let headers: Vec<Record> = pairs
         .iter()
-        .map(|(_, v)| {
-            bincode::serde::decode_from_slice::<Record, _>(&v[64..], config)
-                .expect("header")
-                .0
-        })
+        .map(|(_, v)| benchledger::log::codec::decode_bulk::<Record>(&v[64..]).expect("header"))
         .collect();
     let header_decode_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -1115,4 +1115,16 @@ fn child_verify(dir: &Path) -> Value {
         "link_secs": link_secs, "decode_secs": decode_secs, "walk_secs": walk_secs, "rss_kib": rss_kib,
         "header_decode_secs": header_decode_secs, "header_encode_secs": header_encode_secs,
     })
+}
+
+/// The `benchledger` binary of the same profile as this program
+/// (`target/<profile>/benchledger`, beside `deps/` where cargo puts benches);
+/// `--bin` overrides it.
+fn default_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the bench knows its own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("cargo puts benches under target/<profile>/deps");
+    profile_dir.join(format!("benchledger{}", std::env::consts::EXE_SUFFIX))
 }
