@@ -144,9 +144,16 @@ fn usage() -> ! {
 
 fn parse(args: &[String]) -> Opts {
     let smoke = !args.iter().any(|a| a == "--bench");
+    // target/<profile>/deps/<this bench>: the work dir sits in target/.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
+        .unwrap_or_else(|| {
+            default_bin()
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("target"))
+        });
     let mut o = Opts {
         sections: Vec::new(),
         work: target.join(if smoke { "bench-smoke" } else { "bench-work" }),
