@@ -116,7 +116,7 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
     let dir = &cli.ledger;
     let mut id = [0u8; 16];
     getrandom::fill(&mut id).map_err(|e| Error::io("read randomness for the ledger id", e))?;
-    let (_, genesis) = Ledger::create(&dir, wait, id, &cli.actor, now_utc_ns())?;
+    let (_, genesis) = Ledger::create(dir, wait, id, &cli.actor, now_utc_ns())?;
     if a.json {
         print_json(&json!({
             "dir": dir.display().to_string(),
@@ -138,7 +138,7 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// `verify`: every link from seq 0, then the projection checkpoint.
 pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let report = ledger.verify()?;
     // Paired check of the derived cache: a present checkpoint must
     // equal the replay of the (verified) log at its seq.
@@ -159,7 +159,7 @@ pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Res
 /// `head`.
 pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let head = ledger.head()?;
     if a.json {
         print_json(&head_json(&head))?;
@@ -180,7 +180,7 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         ))
         .into());
     }
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let head = ledger.head()?;
     if a.from > head.seq {
         return Err(BadUsage(format!("--from {} is past the head {}", a.from, head.seq)).into());
@@ -245,7 +245,7 @@ pub(crate) fn run_note(cli: &Cli, a: &NoteArgs, wait: Duration) -> anyhow::Resul
         ))
         .into());
     }
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let draft = Draft {
         actor: cli.actor.clone(),
         event: Event::OperatorNoted(OperatorNoted {
