@@ -9,13 +9,13 @@ use benchledger::log::ledger::Ledger;
 use benchledger::log::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
-#[path = "cli/bad_inputs.rs"]
+#[path = "bad_inputs.rs"]
 mod bad_inputs;
-#[path = "cli/checkpoint.rs"]
+#[path = "checkpoint.rs"]
 mod checkpoint;
-#[path = "cli/reliability.rs"]
+#[path = "reliability.rs"]
 mod reliability;
-#[path = "cli/report.rs"]
+#[path = "report.rs"]
 mod report;
 
 /// A temp dir with a ledger path inside; every command runs with a clean
@@ -414,8 +414,7 @@ impl Harness {
 
 // --- manifest verbs --------------------------------------------------------
 
-const MANIFEST: &str = include_str!("../ledger-schema/examples/manifest.toml");
-const PRIVATE: &str = include_str!("../ledger-schema/examples/manifest.private.toml");
+use benchledger::testkit::examples::{EXAMPLE_MANIFEST as MANIFEST, EXAMPLE_PRIVATE as PRIVATE};
 
 impl Harness {
     /// Writes a (possibly edited) example manifest pair; returns their paths.
