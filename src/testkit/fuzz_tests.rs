@@ -44,6 +44,7 @@ use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use crate::evidence::{bitrouter, harbor, FieldError};
 use crate::log::record::Record;
 use crate::schema::events::{CaseRef, Event, GroupRef};
+use crate::schema::names;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const REGRESSIONS: &str = concat!(
@@ -1194,13 +1195,13 @@ fn fuzz_trial_names_and_canonical_json() {
         cases(),
         |d| {
             let s = String::from_utf8_lossy(d);
-            if let Some((task, group, case)) = harbor::parse_trial_name(&s) {
+            if let Some((task, group, case)) = names::parse_trial_name(&s) {
                 assert_eq!(
-                    harbor::trial_name(&task, &group, &case),
+                    names::trial_name(&task, &group, &case),
                     s,
                     "a mapped name renders back"
                 );
-                assert!(harbor::check_trial_name_parts(&task, &group, &case).is_ok());
+                assert!(names::check_trial_name_parts(&task, &group, &case).is_ok());
                 return "ok".into();
             }
             // Canonical JSON of anything: no panic; accepted text is stable.
