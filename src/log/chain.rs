@@ -311,7 +311,7 @@ impl Walker {
                     crate::log::codec::CodecError::Trailing(_),
                 )
                 | crate::log::record::RecordError::Payload(
-                    crate::schema::events::PayloadError::Codec {
+                    crate::log::codec::PayloadError::Codec {
                         source:
                             crate::log::codec::CodecError::NonCanonical
                             | crate::log::codec::CodecError::Trailing(_),
