@@ -1,10 +1,12 @@
-//! The method as code: decide (commands -> events or a refusal citing the
+//! The method as code: freeze (TOML input -> validated stored manifest,
+//! commitments, keys), decide (commands -> events or a refusal citing the
 //! rule), projections (pure folds of events), verdicts (one function per gate
 //! row) and TrialConfig rendering. Never reads the clock, the environment,
 //! files or the network: the CLI gathers facts and passes them in.
 
 pub mod audit;
 pub mod decide;
+pub mod freeze;
 pub mod projections;
 pub mod trial_config;
 pub mod verdict;

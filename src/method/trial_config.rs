@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     fn m() -> ManifestFile {
-        crate::schema::manifest::tests::example().manifest.public
+        crate::testkit::examples::frozen().manifest.public
     }
 
     fn c(task: &str, trial: &str, r: u8) -> CaseRef {

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::schema::manifest::{Committed, Manifest, PriceRecord};
+
 /// The canonical byte form of payloads. The schema names no codec: the log
 /// implements this (`log::codec::Canonical`, bincode), and the vocabulary
 /// dispatches each kind's payload type through it
@@ -235,16 +237,6 @@ pub enum Status {
     Fail,
 }
 
-/// A private value as the ledger keeps it: a keyed BLAKE3 commitment (key in
-/// the private manifest) and a redacted form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// `keyed_blake3(commitment_key, "benchledger commitment v1" || 0 || field || 0 || value)`, hex.
-    pub commitment: String,
-    /// A redacted form safe to publish, e.g. `****5678`.
-    pub redacted: String,
-}
-
 /// A JSON number kept exactly as the source wrote it (`1`, `1.0`, `0.5`).
 pub type NumberText = String;
 
@@ -276,8 +268,8 @@ pub struct OperatorNoted {
 // Freezing
 // ---------------------------------------------------------------------------
 
-/// The frozen manifest of one lineage (`crate::schema::manifest::Manifest` is the
-/// public, redacted-with-commitments form of the operator's TOML).
+/// The frozen manifest of one lineage ([`Manifest`] is the public,
+/// redacted-with-commitments form of the operator's TOML).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozen {
     /// The lineage label.
@@ -294,7 +286,7 @@ pub struct ManifestFrozen {
     /// The control key (FREEZE-6), hex.
     pub control_key: String,
     /// The manifest itself.
-    pub manifest: crate::schema::manifest::Manifest,
+    pub manifest: Manifest,
 }
 
 /// Who signs off.
@@ -979,7 +971,7 @@ pub struct PriceSnapshotRecorded {
     /// Why (repricing, a corrected source).
     pub reason: String,
     /// The price records.
-    pub prices: Vec<crate::schema::manifest::PriceRecord>,
+    pub prices: Vec<PriceRecord>,
 }
 
 /// A hard stop (VERDICT-3).

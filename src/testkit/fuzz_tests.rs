@@ -862,11 +862,10 @@ use crate::testkit::examples::{EXAMPLE_MANIFEST as MANIFEST, EXAMPLE_PRIVATE as 
 
 fn manifest_target(public: &str, private: &str, data: &[u8]) -> String {
     let text = String::from_utf8_lossy(data);
-    match crate::schema::manifest::freeze(public, "manifest.toml", private, "manifest.private.toml")
-    {
+    match crate::method::freeze::freeze(public, "manifest.toml", private, "manifest.private.toml") {
         Ok(f) => {
             let _ = f.manifest.redacted_json();
-            let checked = crate::schema::manifest::check_private(&f.manifest, private, "p.toml");
+            let checked = crate::method::freeze::check_private(&f.manifest, private, "p.toml");
             assert!(
                 checked.is_ok(),
                 "a frozen manifest's own private file matches: {checked:?}"
@@ -887,7 +886,7 @@ fn manifest_target(public: &str, private: &str, data: &[u8]) -> String {
 }
 
 /// Whether manifest refusals are checked for echoed credentials. Not yet:
-/// `manifest::parse_toml` passes toml's message through, which quotes the
+/// `method::freeze::parse_toml` passes toml's message through, which quotes the
 /// offending line and value (`central = "<token>"`, an unknown enum variant),
 /// and the private file's lineage mismatch quotes the value with `{:?}`.
 /// `manifest_errors_never_echo_a_credential` below pins the three
@@ -930,7 +929,7 @@ fn manifest_errors_never_echo_a_credential() {
         ),
     ];
     for (public, private) in cases {
-        let e = crate::schema::manifest::freeze(&public, "m.toml", &private, "p.toml")
+        let e = crate::method::freeze::freeze(&public, "m.toml", &private, "p.toml")
             .expect_err("refused");
         check_unechoed(&e.to_string());
     }

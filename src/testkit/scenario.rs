@@ -180,7 +180,7 @@ impl World {
 
     /// Freezes a manifest pair and signs it off (operator and reviewer).
     pub fn freeze(&mut self, public: &str, private: &str) -> Result<()> {
-        let frozen = crate::schema::manifest::freeze(
+        let frozen = crate::method::freeze::freeze(
             public,
             "manifest.toml",
             private,

@@ -30,7 +30,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::*;
     use crate::schema::money::{Dec, Rates};
     use std::collections::BTreeMap;
-    let frozen = crate::schema::manifest::freeze(
+    let frozen = crate::method::freeze::freeze(
         EXAMPLE_MANIFEST,
         "manifest.toml",
         EXAMPLE_PRIVATE,

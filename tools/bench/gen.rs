@@ -741,7 +741,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
     for i in 0..scale.lineages {
         let last = i + 1 == scale.lineages;
         let (label, public, private) = manifest_texts(scale, i);
-        let frozen = benchledger::schema::manifest::freeze(
+        let frozen = benchledger::method::freeze::freeze(
             &public,
             "manifest.toml",
             &private,
