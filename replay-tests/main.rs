@@ -445,7 +445,7 @@ mod corpus {
             r.holds = true;
         }
         let mut rec = v.decoded.record.clone();
-        rec.payload = Event::GroupSealed(s).encode_payload().unwrap();
+        rec.payload = benchledger::log::codec::encode_payload(&Event::GroupSealed(s)).unwrap();
         let forged = benchledger::log::chain::Sealed::new(v.prev, seq, rec.encode());
         ledger
             .store()

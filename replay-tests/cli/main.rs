@@ -682,8 +682,7 @@ mod cases {
         h.init();
         assert_eq!(h.freeze(&manifest(concurrency), PRIVATE).code, 0);
         let frozen =
-            benchledger::schema::manifest::freeze(&manifest(concurrency), "m", PRIVATE, "p")
-                .unwrap();
+            benchledger::method::freeze::freeze(&manifest(concurrency), "m", PRIVATE, "p").unwrap();
         let m = &frozen.manifest.public;
         let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
         let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
@@ -1702,7 +1701,7 @@ mod verdicts {
         h.ok(&[
             "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
         ]);
-        let frozen = benchledger::schema::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
+        let frozen = benchledger::method::freeze::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
         let fm = &frozen.manifest.public;
         let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();
         h.ok(&[

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+use crate::method::freeze::PrivateToml;
 use crate::method::projections::LineageState;
 use crate::schema::events::Status;
-use crate::schema::manifest::PrivateFile;
 use crate::schema::rule::Rule;
 
 /// The endpoint override of every AWS call (never read from a manifest).
@@ -50,8 +50,8 @@ pub(crate) struct Private {
 pub(crate) fn read_private(l: &LineageState, path: &PathBuf) -> anyhow::Result<Private> {
     let text = crate::cli::common::read_text(path)?;
     let source = path.display().to_string();
-    crate::schema::manifest::check_private(&l.frozen.manifest, &text, &source)?;
-    let p: PrivateFile =
+    crate::method::freeze::check_private(&l.frozen.manifest, &text, &source)?;
+    let p: PrivateToml =
         toml::from_str(&text).map_err(|e| Error::input(format!("{source}: {}", e.message())))?;
     Ok(Private {
         role_arn: p.aws.role_arn.clone(),

@@ -216,7 +216,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             .map(|r| r.blake3)
             .unwrap_or_default(),
     };
-    let trial_name = crate::method::trial_config::trial_name(&case.task, &group, &case);
+    let trial_name = crate::schema::names::trial_name(&case.task, &group, &case);
     let log_path = a.log.clone().unwrap_or_else(|| {
         let out = m
             .groups

@@ -616,9 +616,9 @@ mod tests {
     fn a_refused_bundle_leaves_no_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("b");
-        write_bundle(dir, &[file("a/b.txt", "x")]).unwrap();
+        write_bundle(&dir, &[file("a/b.txt", "x")]).unwrap();
         assert_eq!(std::fs::read_to_string(dir.join("a/b.txt")).unwrap(), "x");
-        assert!(check_target(dir).is_err(), "a non-empty target is refused");
+        assert!(check_target(&dir).is_err(), "a non-empty target is refused");
         let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert_eq!(entries.len(), 1, "no staging directory left behind");
     }

@@ -100,7 +100,7 @@ pub(crate) fn run_manifest(
         ManifestCommand::Freeze(a) => {
             let public = read_text(&a.file)?;
             let private = read_text(&a.private)?;
-            let frozen = crate::schema::manifest::freeze(
+            let frozen = crate::method::freeze::freeze(
                 &public,
                 &a.file.display().to_string(),
                 &private,
@@ -160,7 +160,7 @@ pub(crate) fn run_manifest(
             let state = decide_state(&ledger)?;
             let l = state.lineage(a.lineage.as_deref())?;
             if let Some(p) = &a.private {
-                let checked = crate::schema::manifest::check_private(
+                let checked = crate::method::freeze::check_private(
                     &l.frozen.manifest,
                     &read_text(p)?,
                     &p.display().to_string(),

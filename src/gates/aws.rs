@@ -54,9 +54,9 @@ use aws_types::SdkConfig;
 
 use crate::error::{Error, Result};
 use crate::schema::events::{
-    CleanupAudited, Committed, FoundResource, GroupRef, IdentityChecked, QuotaChecked, Status,
+    CleanupAudited, FoundResource, GroupRef, IdentityChecked, QuotaChecked, Status,
 };
-use crate::schema::manifest::{self, CentralMode, ManifestFile, PrivateCommitments};
+use crate::schema::manifest::{self, CentralMode, Committed, ManifestFile, PrivateCommitments};
 use crate::schema::rule::Rule;
 
 /// Longest wait for one TCP connect to an AWS endpoint, in milliseconds.
@@ -1593,7 +1593,7 @@ mod tests {
 
     use super::*;
     use crate::gates::checks::testhttp::{response, Server};
-    use crate::schema::manifest::tests::{EXAMPLE, EXAMPLE_PRIVATE};
+    use crate::testkit::examples::{EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
     const MOTO_ACCOUNT: &str = "123456789012";
     const MOTO_PRINCIPAL: &str = "arn:aws:sts::123456789012:user/moto";
@@ -1618,7 +1618,7 @@ mod tests {
             assert!(q.contains(a), "private example lacks {a:?}");
             q = q.replacen(a, b, 1);
         }
-        manifest::freeze(&p, "manifest.toml", &q, "manifest.private.toml").unwrap()
+        crate::method::freeze::freeze(&p, "manifest.toml", &q, "manifest.private.toml").unwrap()
     }
 
     fn moto_principal() -> crate::schema::events::ManifestFrozen {

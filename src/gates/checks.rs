@@ -1423,7 +1423,7 @@ mod tests {
         assert!(observations[2].details.contains_key("request_id_problem"));
         // Folded into a state, only the limited target's gate is failing.
         let mut state = crate::method::projections::State::default();
-        let mut frozen = crate::schema::manifest::tests::example();
+        let mut frozen = crate::testkit::examples::frozen();
         frozen.lineage = "l".into();
         state.apply(
             crate::method::projections::At { seq: 1, utc_ns: 1 },
@@ -1505,10 +1505,7 @@ mod tests {
         assert_eq!(facts.arch, "x86_64");
         assert_eq!(facts.bytes, bytes.len() as u64);
         assert_eq!(facts.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
-        let mut sw = crate::schema::manifest::tests::example()
-            .manifest
-            .public
-            .software;
+        let mut sw = crate::testkit::examples::frozen().manifest.public.software;
         sw.bitrouter_binary_sha256 = facts.sha256.clone();
         let ok = binary_observation("l", "/opt/bitrouter", &facts, &sw);
         assert_eq!(ok.status, Status::Pass);

@@ -168,11 +168,10 @@ fn record_at_size_limit_is_stored_and_one_past_is_refused() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted {
+        payload: crate::log::codec::encode_payload(&Event::OperatorNoted(OperatorNoted {
             lineage: None,
             text: String::new(),
-        })
-        .encode_payload()
+        }))
         .unwrap(),
     }
     .encode()
@@ -282,11 +281,10 @@ fn torn_tail_is_distinct_from_corruption() {
         actor: "ci".into(),
         kind: "operator_noted.v1".into(),
         idempotency_key: None,
-        payload: Event::OperatorNoted(OperatorNoted {
+        payload: crate::log::codec::encode_payload(&Event::OperatorNoted(OperatorNoted {
             lineage: None,
             text: "t".into(),
-        })
-        .encode_payload()
+        }))
         .unwrap(),
     };
     let s = Sealed::new(head.hash, head.seq + 1, r.encode());

@@ -697,7 +697,7 @@ mod tests {
                     actor: "ci".into(),
                     kind: event.kind().into(),
                     idempotency_key: None,
-                    payload: event.encode_payload().unwrap(),
+                    payload: crate::log::codec::encode_payload(&event).unwrap(),
                 }
                 .encode();
                 let s = Sealed::new(prev, seq, bytes);
@@ -772,7 +772,7 @@ mod tests {
             actor: "ci".into(),
             kind: event.kind().into(),
             idempotency_key: None,
-            payload: event.encode_payload().unwrap(),
+            payload: crate::log::codec::encode_payload(&event).unwrap(),
         }
         .encode();
         let big = Sealed::new(head.hash, 1, bytes);

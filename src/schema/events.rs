@@ -8,13 +8,27 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::log::codec::{self, CodecError};
+use crate::schema::manifest::{Committed, Manifest, PriceRecord};
 
-/// Why a payload could not be decoded.
+/// The canonical byte form of payloads. The schema names no codec: the log
+/// implements this (`log::codec::Canonical`, bincode), and the vocabulary
+/// dispatches each kind's payload type through it
+/// ([`Event::encode_payload_with`], [`Event::decode_payload_with`]).
+pub trait PayloadCodec {
+    /// Why a value could not be encoded or bytes not accepted.
+    type Error;
+    /// The canonical bytes of a payload.
+    fn encode<T: Serialize>(&self, payload: &T) -> Result<Vec<u8>, Self::Error>;
+    /// The payload whose canonical encoding `bytes` must be.
+    fn decode<T: Serialize + DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, Self::Error>;
+}
+
+/// Why a payload could not be decoded; `E` is the codec's error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PayloadError {
+pub enum PayloadError<E> {
     /// The kind is not in this version's vocabulary.
     #[error("unknown event kind {0:?}")]
     UnknownKind(String),
@@ -24,7 +38,7 @@ pub enum PayloadError {
         /// The kind whose payload failed.
         kind: &'static str,
         /// The codec failure.
-        source: CodecError,
+        source: E,
     },
 }
 
@@ -45,26 +59,19 @@ macro_rules! vocabulary {
                 match self { $( Event::$variant(_) => $kind, )* }
             }
 
-            /// The canonical payload bytes.
-            pub fn encode_payload(&self) -> Result<Vec<u8>, CodecError> {
-                match self { $( Event::$variant(p) => codec::encode(p), )* }
+            /// The payload's bytes under `codec`.
+            pub fn encode_payload_with<C: PayloadCodec>(&self, codec: &C) -> Result<Vec<u8>, C::Error> {
+                match self { $( Event::$variant(p) => codec.encode(p), )* }
             }
 
-            /// Decodes a payload of `kind`; the bytes must be canonical.
-            pub fn decode_payload(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+            /// Decodes a payload of `kind` under `codec` as the kind's type.
+            pub fn decode_payload_with<C: PayloadCodec>(
+                codec: &C,
+                kind: &str,
+                bytes: &[u8],
+            ) -> Result<Event, PayloadError<C::Error>> {
                 match kind {
-                    $( $kind => codec::decode_canonical::<$ty>(bytes)
-                        .map(Event::$variant)
-                        .map_err(|source| PayloadError::Codec { kind: $kind, source }), )*
-                    other => Err(PayloadError::UnknownKind(other.to_string())),
-                }
-            }
-
-            /// `decode_payload` through `codec::decode_canonical_reference`.
-            #[cfg(test)]
-            pub(crate) fn decode_payload_reference(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
-                match kind {
-                    $( $kind => codec::decode_canonical_reference::<$ty>(bytes)
+                    $( $kind => codec.decode::<$ty>(bytes)
                         .map(Event::$variant)
                         .map_err(|source| PayloadError::Codec { kind: $kind, source }), )*
                     other => Err(PayloadError::UnknownKind(other.to_string())),
@@ -230,16 +237,6 @@ pub enum Status {
     Fail,
 }
 
-/// A private value as the ledger keeps it: a keyed BLAKE3 commitment (key in
-/// the private manifest) and a redacted form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// `keyed_blake3(commitment_key, "benchledger commitment v1" || 0 || field || 0 || value)`, hex.
-    pub commitment: String,
-    /// A redacted form safe to publish, e.g. `****5678`.
-    pub redacted: String,
-}
-
 /// A JSON number kept exactly as the source wrote it (`1`, `1.0`, `0.5`).
 pub type NumberText = String;
 
@@ -271,8 +268,8 @@ pub struct OperatorNoted {
 // Freezing
 // ---------------------------------------------------------------------------
 
-/// The frozen manifest of one lineage (`crate::schema::manifest::Manifest` is the
-/// public, redacted-with-commitments form of the operator's TOML).
+/// The frozen manifest of one lineage ([`Manifest`] is the public,
+/// redacted-with-commitments form of the operator's TOML).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozen {
     /// The lineage label.
@@ -289,7 +286,7 @@ pub struct ManifestFrozen {
     /// The control key (FREEZE-6), hex.
     pub control_key: String,
     /// The manifest itself.
-    pub manifest: crate::schema::manifest::Manifest,
+    pub manifest: Manifest,
 }
 
 /// Who signs off.
@@ -974,7 +971,7 @@ pub struct PriceSnapshotRecorded {
     /// Why (repricing, a corrected source).
     pub reason: String,
     /// The price records.
-    pub prices: Vec<crate::schema::manifest::PriceRecord>,
+    pub prices: Vec<PriceRecord>,
 }
 
 /// A hard stop (VERDICT-3).
@@ -1038,20 +1035,6 @@ mod tests {
                 "{k}"
             );
         }
-    }
-
-    #[test]
-    fn payload_round_trips_and_unknown_kind_is_named() {
-        let e = Event::OperatorNoted(OperatorNoted {
-            lineage: None,
-            text: "hello".into(),
-        });
-        let bytes = e.encode_payload().unwrap();
-        assert_eq!(Event::decode_payload(e.kind(), &bytes).unwrap(), e);
-        assert_eq!(
-            Event::decode_payload("nope.v1", &bytes),
-            Err(PayloadError::UnknownKind("nope.v1".into()))
-        );
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! What is stored: event payloads, the stored manifest types, money, secret
-//! shapes, the string visitor and time. No I/O; a stored field never changes
+//! What is stored: event payloads, the stored manifest types, Harbor trial
+//! names, money, secret shapes, the string visitor and time. No I/O; a stored field never changes
 //! without a new kind version.
 
 pub mod events;
 pub mod manifest;
 pub mod money;
 pub mod named;
+pub mod names;
 pub mod rule;
 pub mod secrets;
 pub mod strings;

@@ -6,3 +6,14 @@ pub const EXAMPLE_MANIFEST: &str = include_str!("../../ledger-schema/examples/ma
 /// Its private companion (account, principal, secret locations, key).
 pub const EXAMPLE_PRIVATE: &str =
     include_str!("../../ledger-schema/examples/manifest.private.toml");
+
+/// The example pair, frozen (as `manifest freeze` records it).
+pub fn frozen() -> crate::schema::events::ManifestFrozen {
+    crate::method::freeze::freeze(
+        EXAMPLE_MANIFEST,
+        "manifest.toml",
+        EXAMPLE_PRIVATE,
+        "manifest.private.toml",
+    )
+    .expect("the example manifest freezes")
+}

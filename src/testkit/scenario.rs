@@ -180,7 +180,7 @@ impl World {
 
     /// Freezes a manifest pair and signs it off (operator and reviewer).
     pub fn freeze(&mut self, public: &str, private: &str) -> Result<()> {
-        let frozen = crate::schema::manifest::freeze(
+        let frozen = crate::method::freeze::freeze(
             public,
             "manifest.toml",
             private,
@@ -286,7 +286,7 @@ impl World {
             lineage: Some(self.lineage.clone()),
             group: group.to_string(),
             case: case.clone(),
-            trial_name: crate::method::trial_config::trial_name(&case.task, group, case),
+            trial_name: crate::schema::names::trial_name(&case.task, group, case),
             trial_config_blake3: hash,
             command: vec!["harbor".into(), "trial".into(), "start".into()],
             now_utc_ns: 0,
@@ -311,7 +311,7 @@ impl World {
         reward: Option<&str>,
         exception: Option<&str>,
     ) {
-        let name = crate::method::trial_config::trial_name(&case.task, group, case);
+        let name = crate::schema::names::trial_name(&case.task, group, case);
         let e = Event::TrialResultRecorded(TrialResultRecorded {
             group: self.gref(group),
             case: case.clone(),
@@ -921,7 +921,7 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
             let (p, h) = (
                 format!(
                     "jobs/{}.listing",
-                    crate::method::trial_config::trial_name(&case.task, group, case)
+                    crate::schema::names::trial_name(&case.task, group, case)
                 ),
                 hex64("listing without result.json"),
             );

@@ -30,7 +30,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::*;
     use crate::schema::money::{Dec, Rates};
     use std::collections::BTreeMap;
-    let frozen = crate::schema::manifest::freeze(
+    let frozen = crate::method::freeze::freeze(
         EXAMPLE_MANIFEST,
         "manifest.toml",
         EXAMPLE_PRIVATE,
@@ -462,7 +462,7 @@ fn record(seq: u64, event: &Event, key: Option<String>) -> Record {
         },
         kind: event.kind().into(),
         idempotency_key: key,
-        payload: event.encode_payload().expect("example events encode"),
+        payload: crate::log::codec::encode_payload(&event).expect("example events encode"),
     }
 }
 

@@ -460,7 +460,7 @@ pub fn resume(
         .into_iter()
         .map(|case| {
             let cs = g.and_then(|g| g.cases.get(&case));
-            let name = crate::method::trial_config::trial_name(&case.task, group, &case);
+            let name = crate::schema::names::trial_name(&case.task, group, &case);
             let blocked = match cs.map_or(CaseStatus::NotStarted, |c| c.status(accepted)) {
                 CaseStatus::NotStarted if harbor_trial_dirs.contains(&name) => Some(format!(
                     "a Harbor trial directory {name} exists: a missing result never means not started"

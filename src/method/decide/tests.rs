@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::method::projections::{At, State};
-use crate::schema::manifest::tests::{example, EXAMPLE, EXAMPLE_PRIVATE};
+use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
 fn given(events: &[Event]) -> State {
     let mut s = State::default();
@@ -29,7 +29,7 @@ fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozen {
         .replace("= [187", "= [197")
         .replacen(extra_from, extra_to, 1);
     let private = EXAMPLE_PRIVATE.replace("short13-kimi-2026-11", "short13-kimi-2026-12");
-    crate::schema::manifest::freeze(&public, "m2", &private, "p2").unwrap()
+    crate::method::freeze::freeze(&public, "m2", &private, "p2").unwrap()
 }
 
 fn rule(r: Result<Vec<Event>>) -> &'static str {
@@ -790,7 +790,7 @@ mod lifecycle {
         ));
         assert_eq!(rule(start(&valid, "control", c1.clone())), "CASE-6");
         // And only when the frozen manifest enables the skip.
-        let disabled = crate::schema::manifest::freeze(
+        let disabled = crate::method::freeze::freeze(
             &EXAMPLE.replace(
                 "security_skip_enabled = true",
                 "security_skip_enabled = false",

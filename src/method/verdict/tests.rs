@@ -52,7 +52,7 @@ fn row<'a>(v: &'a Verdict, gate: &str) -> &'a GateRow {
 }
 
 fn manifest() -> ManifestFile {
-    crate::schema::manifest::tests::example().manifest.public
+    crate::testkit::examples::frozen().manifest.public
 }
 
 fn usage(provider: &str, model: &str, b: TokenBuckets, charge: Option<u64>) -> UsageObs {
