@@ -1,6 +1,6 @@
 //! What is stored: event payloads, the stored manifest types, money, secret
-//! shapes, the string visitor and time. No I/O; a stored field never changes
-//! without a new kind version.
+//! shapes, the string visitor, time and the verdict's vocabulary. No I/O; a
+//! stored field never changes without a new kind version.
 
 pub mod events;
 pub mod manifest;
@@ -10,3 +10,4 @@ pub mod rule;
 pub mod secrets;
 pub mod strings;
 pub mod time;
+pub mod verdict;
