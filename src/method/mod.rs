@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod decide;
+pub mod lineage;
 pub mod projections;
 pub mod trial_config;
 pub mod verdict;
