@@ -397,7 +397,12 @@ mod corpus {
             }
         );
         assert!(b.groups.get("control").is_none(), "control is never rerun");
-        assert_eq!(b.groups["r1"].sealed.as_ref().unwrap().1.status, "accepted");
+        assert!(verdict::VerdictStatus::Accepted.is(&b.groups["r1"]
+            .sealed
+            .as_ref()
+            .unwrap()
+            .1
+            .status));
         let cmp = verdict::intersection(&state, b, "r1");
         assert_eq!(cmp.included.len(), 13, "{cmp:?}");
         let c = state.lineage(Some("short13-kimi-2027-01")).unwrap();
@@ -440,7 +445,7 @@ mod corpus {
         let Event::GroupSealed(mut s) = v.decoded.event.clone() else {
             unreachable!()
         };
-        s.status = "accepted".into();
+        s.status = verdict::VerdictStatus::Accepted.into();
         for r in &mut s.rows {
             r.holds = true;
         }
@@ -477,12 +482,12 @@ mod corpus {
             if let Event::GroupSealed(s) = e {
                 if s.group.group == "control" {
                     for r in &mut s.rows {
-                        if r.gate == "cleanup" {
+                        if r.gate == verdict::VerdictRow::Cleanup.as_str() {
                             r.holds = true;
                             changed += 1;
                         }
                     }
-                    s.status = "accepted".into();
+                    s.status = verdict::VerdictStatus::Accepted.into();
                 }
             }
         }
@@ -523,7 +528,10 @@ mod corpus {
                 .unwrap();
         let l = before.lineage(None).unwrap();
         assert!(l.groups["r1"].sealed.is_none());
-        assert_eq!(verdict::group_verdict(&before, l, "r1").status, "accepted");
+        assert_eq!(
+            verdict::group_verdict(&before, l, "r1").status,
+            verdict::VerdictStatus::Accepted
+        );
         assert_eq!(verdict::lineage_view(&before, l).next_group, None);
         assert_eq!(before.head_seq, Some(r1_seal - 1));
     }

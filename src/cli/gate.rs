@@ -85,7 +85,7 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
             );
         }
     }
-    Ok(if v.status == verdict::ACCEPTED {
+    Ok(if v.status == verdict::VerdictStatus::Accepted {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(ExitClass::CheckFailed.code())

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod checkpointed;
 pub mod decide;
 pub mod freeze;
+pub mod lineage;
 pub mod projections;
 pub mod trial_config;
 pub mod verdict;

@@ -13,6 +13,7 @@ use crate::schema::events::{
     LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
     SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
 };
+use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
 /// audit can tell which logic produced them.
@@ -27,19 +28,19 @@ pub struct At {
     pub utc_ns: u64,
 }
 
-/// The states of a case identity (CASE-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaseStatus {
-    /// Never started: the only state that may launch.
-    NotStarted,
-    /// Started, no terminal evidence yet. Consumed forever (CASE-2).
-    Started,
-    /// A complete TrialResult: the verifier ran, a reward exists, and the
-    /// exception is empty or an accepted typed condition (CASE-3).
-    TerminalValid,
-    /// Terminal without a valid TrialResult.
-    TerminalInvalid,
+crate::schema::named::named_enum! {
+    /// The states of a case identity (CASE-1).
+    pub enum CaseStatus {
+        /// Never started: the only state that may launch.
+        NotStarted = "not_started",
+        /// Started, no terminal evidence yet. Consumed forever (CASE-2).
+        Started = "started",
+        /// A complete TrialResult: the verifier ran, a reward exists, and the
+        /// exception is empty or an accepted typed condition (CASE-3).
+        TerminalValid = "terminal_valid",
+        /// Terminal without a valid TrialResult.
+        TerminalInvalid = "terminal_invalid",
+    }
 }
 
 impl CaseStatus {
@@ -253,7 +254,7 @@ impl GroupState {
     pub fn accepted(&self) -> bool {
         self.sealed
             .as_ref()
-            .is_some_and(|(_, s)| s.status == "accepted")
+            .is_some_and(|(_, s)| VerdictStatus::Accepted.is(&s.status))
     }
 
     /// Cases started and not terminal (CASE-7).
@@ -797,4 +798,14 @@ pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<S
         );
     }
     Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CaseStatus;
+
+    #[test]
+    fn case_status_as_str_is_the_serde_name() {
+        crate::schema::named::assert_serde_names(CaseStatus::ALL, CaseStatus::as_str);
+    }
 }

@@ -1108,13 +1108,13 @@ impl Eval<'_> {
     fn accepted(&self) -> bool {
         self.sealed
             .as_ref()
-            .is_some_and(|(_, _, s)| s == verdict::ACCEPTED)
+            .is_some_and(|(_, _, s)| verdict::VerdictStatus::Accepted.is(s))
     }
 
     fn rejected(&self) -> bool {
         self.sealed
             .as_ref()
-            .is_some_and(|(_, _, s)| s != verdict::ACCEPTED)
+            .is_some_and(|(_, _, s)| !verdict::VerdictStatus::Accepted.is(s))
     }
 
     fn source(&self) -> String {

@@ -1,6 +1,7 @@
 //! What is stored: event payloads, the stored manifest types, Harbor trial
-//! names, money, secret shapes, the string visitor and time. No I/O; a stored field never changes
-//! without a new kind version.
+//! names, money, secret shapes, the string visitor, time and the verdict's
+//! vocabulary. No I/O; a stored field never changes without a new kind
+//! version.
 
 pub mod events;
 pub mod manifest;
@@ -11,3 +12,4 @@ pub mod rule;
 pub mod secrets;
 pub mod strings;
 pub mod time;
+pub mod verdict;

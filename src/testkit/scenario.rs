@@ -225,7 +225,7 @@ impl World {
                         .map_or(0, |g| g.ports[0])
                 ),
         ));
-        for t in crate::method::decide::group_routes(self.lineage_state(), group) {
+        for t in crate::method::lineage::group_routes(self.lineage_state(), group) {
             if let Some(r) = m.route(t) {
                 v.push(self.check(CheckKind::ProviderSentinel, None, &r.gate_target));
             }
@@ -865,7 +865,7 @@ fn fault<'a>(ls: &'a LineageSpec, group: &str, kind: &str) -> Option<&'a Fault> 
 }
 
 fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
-    let ids = crate::method::decide::group_identities(w.lineage_state(), group);
+    let ids = crate::method::lineage::group_identities(w.lineage_state(), group);
     let pick = |kind: &str| -> Option<CaseRef> {
         let f = fault(ls, group, kind)?;
         Some(match &f.case {
@@ -1007,7 +1007,7 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
         w.advance_sec(grace + 1);
     }
     let sealed = w.seal(group)?;
-    let accepted = matches!(sealed.first(), Some(Event::GroupSealed(s)) if s.status == crate::method::verdict::ACCEPTED);
+    let accepted = matches!(sealed.first(), Some(Event::GroupSealed(s)) if crate::method::verdict::VerdictStatus::Accepted.is(&s.status));
     if accepted && (group == "r1" || group == "r2") {
         w.feedback(group)?;
     }

@@ -379,9 +379,9 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
         (
             Event::GroupSealed(GroupSealed {
                 group: group.clone(),
-                status: "accepted".into(),
+                status: crate::schema::verdict::VerdictStatus::Accepted.into(),
                 rows: vec![GateRow {
-                    gate: "manifest".into(),
+                    gate: crate::schema::verdict::VerdictRow::Manifest.into(),
                     holds: true,
                     evidence: "seq 7: config hash equals the frozen one".into(),
                 }],

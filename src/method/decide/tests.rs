@@ -1,8 +1,10 @@
 //! Given events / when command / then events or refusal. No store.
 
 use super::*;
-use crate::method::projections::{At, State};
+use crate::method::projections::{At, CaseStatus, State};
+use crate::schema::events::{Event, ManifestFrozen, SignOffRole};
 use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
+use crate::schema::verdict::VerdictStatus;
 
 fn given(events: &[Event]) -> State {
     let mut s = State::default();
@@ -299,7 +301,7 @@ mod lifecycle {
         v
     }
 
-    fn sealed(group: &str, status: &str) -> Event {
+    fn sealed(group: &str, status: VerdictStatus) -> Event {
         Event::GroupSealed(GroupSealed {
             group: gref(group),
             status: status.into(),
@@ -393,7 +395,7 @@ mod lifecycle {
     fn control_ready() -> Vec<Event> {
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         e.push(opened("control"));
         e.extend(gates("control"));
         e
@@ -440,7 +442,7 @@ mod lifecycle {
         assert_eq!(rule(start(&e, "r3", case("fix-git", "t1", 0))), "LINEAGE-1");
         let mut not_open = signed();
         not_open.push(opened("canary-1"));
-        not_open.push(sealed("canary-1", "accepted"));
+        not_open.push(sealed("canary-1", VerdictStatus::Accepted));
         not_open.extend(gates("control"));
         assert_eq!(
             rule(start(&not_open, "control", case("fix-git", "t1", 0))),
@@ -601,7 +603,7 @@ mod lifecycle {
         // rule GATE-5
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         e.push(opened("control"));
         e.extend(gates("control"));
         // The projection ignores a rejection recorded after acceptance
@@ -609,7 +611,7 @@ mod lifecycle {
         // afresh.
         let mut rejected = signed();
         rejected.push(opened("canary-1"));
-        rejected.push(sealed("canary-1", "rejected_cleanup"));
+        rejected.push(sealed("canary-1", VerdictStatus::RejectedCleanup));
         rejected.extend(gates("control"));
         let s = given(&rejected);
         assert_eq!(
@@ -629,17 +631,17 @@ mod lifecycle {
             "LINEAGE-2",
             "control not sealed"
         );
-        e.push(sealed("control", "rejected_join"));
+        e.push(sealed("control", VerdictStatus::RejectedJoin));
         assert_eq!(
             rule(group_open(&given(&e), open_cmd("r1"))),
             "LINEAGE-2",
             "control rejected"
         );
         let mut e = control_ready();
-        e.push(sealed("control", "accepted"));
+        e.push(sealed("control", VerdictStatus::Accepted));
         assert_eq!(group_open(&given(&e), open_cmd("r1")).unwrap().len(), 1);
         e.push(opened("r1"));
-        e.push(sealed("r1", "accepted"));
+        e.push(sealed("r1", VerdictStatus::Accepted));
         assert_eq!(
             rule(group_open(&given(&e), open_cmd("r2"))),
             "LINEAGE-2",
@@ -654,7 +656,7 @@ mod lifecycle {
         // rule GATE-4, rule FREEZE-4
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         let s = given(&e);
         assert_eq!(
             rule(group_open(
