@@ -427,7 +427,7 @@ mod parquet_out {
                 s(|r| r.provider.as_deref()),
                 s(|r| r.model.as_deref()),
                 s(|r| r.reason.as_deref()),
-                s(|r| Some(&r.category)),
+                s(|r| Some(r.category.as_str())),
                 s(|r| r.selected_tier.as_deref()),
                 n(|r| r.uncached_input_tokens),
                 n(|r| r.cache_read_tokens),
