@@ -70,9 +70,7 @@ pub use numbers::{
 };
 pub use registry::{registry, render_registry_yaml, Omitted, Registry, RegistryMetric};
 pub use svg::render_svg;
-#[cfg(test)]
-use tables::csv_field;
-pub use tables::{tables, to_csv, CaseRow, RequestRow, CASE_COLUMNS, REQUEST_COLUMNS};
+pub use tables::{tables, to_csv, CaseRow, RequestRow, TableRow, CASE_COLUMNS, REQUEST_COLUMNS};
 
 use crate::error::Result;
 use crate::method::projections::State;

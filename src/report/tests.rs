@@ -514,11 +514,10 @@ fn tables_have_a_row_per_request_and_per_case() {
     // canary 2 + control 26 + r1 26 + r2 26 requests; 1 + 13 x 3 cases.
     assert_eq!(requests.len(), 80);
     assert_eq!(cases.len(), 40);
-    let csv = to_csv(&requests, &REQUEST_COLUMNS);
+    let csv = to_csv(&requests);
     assert_eq!(csv.lines().count(), 81);
     assert!(csv.starts_with("lineage,group,group_status,request_id,"));
-    assert_eq!(csv_field("a,b"), "\"a,b\"");
-    assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    assert_eq!(to_csv(&cases).lines().count(), 41);
 }
 
 /// A replicated lineage (>= 3 trials) gets the bootstrap interval with the
