@@ -214,7 +214,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     let (requests, cases) = report::tables(&state);
     files.push(BundleFile {
         path: "tables/requests.csv".into(),
-        bytes: report::to_csv(&requests, &report::REQUEST_COLUMNS).into_bytes(),
+        bytes: report::to_csv(&requests).into_bytes(),
     });
     files.push(BundleFile {
         path: "tables/requests.jsonl".into(),
@@ -222,7 +222,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     });
     files.push(BundleFile {
         path: "tables/cases.csv".into(),
-        bytes: report::to_csv(&cases, &report::CASE_COLUMNS).into_bytes(),
+        bytes: report::to_csv(&cases).into_bytes(),
     });
     files.push(BundleFile {
         path: "tables/cases.jsonl".into(),
@@ -427,7 +427,7 @@ mod parquet_out {
                 s(|r| r.provider.as_deref()),
                 s(|r| r.model.as_deref()),
                 s(|r| r.reason.as_deref()),
-                s(|r| Some(&r.category)),
+                s(|r| Some(r.category.as_str())),
                 s(|r| r.selected_tier.as_deref()),
                 n(|r| r.uncached_input_tokens),
                 n(|r| r.cache_read_tokens),

@@ -1,7 +1,7 @@
 //! The CLI of the report and the publication exports: `report [show]
 //! LINEAGE`, `report registry LINEAGE`, `export --redacted DIR` and
 //! `export --parquet DIR`. Gathers the verified ledger, its head and the
-//! output paths; every number comes from `src/report.rs`.
+//! output paths; every number comes from `crate::report`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -3,9 +3,11 @@
 //! lineage (with a hand-made control of 9/13 at $4.29).
 
 use super::*;
-use crate::method::projections::{RequestState, TraceObs, UsageObs};
+use crate::error::Error;
+use crate::method::projections::{RequestState, State, TraceObs, UsageObs};
 use crate::schema::events::TraceStatus;
-use crate::schema::money::{bitrouter_charge, Buckets, Charge, Rates};
+use crate::schema::manifest::RunClass;
+use crate::schema::money::{bitrouter_charge, Buckets, Charge, Dec, Rates};
 
 fn head() -> LedgerHead {
     LedgerHead {
@@ -155,7 +157,7 @@ fn a_report_of_a_9_of_13_control_at_4_29() {
     assert_eq!(c.requests, 1);
     assert_eq!(c.strong_requests, 1);
     // Control and the rounds are all notional now: one series.
-    assert_eq!(rep.basis.kind, "series");
+    assert_eq!(rep.basis.kind, BasisKind::Series);
     assert_eq!(rep.basis.series.as_deref(), Some("notional"));
     assert_eq!(c.cost.as_ref().unwrap().usd, "4.29");
     let cps = c.cost_per_success.as_ref().unwrap();
@@ -270,8 +272,8 @@ fn splitmix64_matches_the_reference_and_the_bootstrap_is_deterministic() {
     assert_eq!(bootstrap_interval(&[1], 1, 0), None);
     // The percentile indices: B = 2000 -> sorted[50] and sorted[1949].
     let sums = bootstrap_sums(&deltas, 20261120, 2000).unwrap();
-    assert_eq!((a.lower_pp.num, a.lower_pp.den), (sums.0 * 100, 60));
-    assert_eq!((a.upper_pp.num, a.upper_pp.den), (sums.1 * 100, 60));
+    assert_eq!((a.lower_pp.num, a.lower_pp.den), (sums.lower * 100, 60));
+    assert_eq!((a.upper_pp.num, a.upper_pp.den), (sums.upper * 100, 60));
 }
 
 #[test]
@@ -298,15 +300,19 @@ fn times_parse_and_print() {
 #[test]
 fn decision_reasons_map_to_the_report_5_categories() {
     // rule REPORT-5
-    assert_eq!(category("static_table"), "static_route");
-    assert_eq!(category("exploration_trial"), "exploration");
-    assert_eq!(category("exploration_locked"), "learned_replacement");
-    assert_eq!(category("adequacy_pin"), "escalation");
-    assert_eq!(category("progress_guard"), "escalation");
-    assert_eq!(category("reliability_circuit_open"), "fallback");
-    assert_eq!(category("reliability_half_open_probe"), "fallback");
-    assert_eq!(category("tool_guardrail"), "other");
-    assert_eq!(category("no_match"), "other");
+    for (reason, name) in [
+        ("static_table", "static_route"),
+        ("exploration_trial", "exploration"),
+        ("exploration_locked", "learned_replacement"),
+        ("adequacy_pin", "escalation"),
+        ("progress_guard", "escalation"),
+        ("reliability_circuit_open", "fallback"),
+        ("reliability_half_open_probe", "fallback"),
+        ("tool_guardrail", "other"),
+        ("no_match", "other"),
+    ] {
+        assert_eq!(category(reason).as_str(), name, "{reason}");
+    }
 }
 
 /// A served model that differs from the selected one is a fallback whatever
@@ -325,7 +331,10 @@ fn a_served_model_other_than_the_selected_one_is_a_fallback() {
     let first_selected_kimi = d.fallback_model_mismatch;
     assert!(first_selected_kimi <= 1);
     assert_eq!(
-        d.by_category.get("fallback").copied().unwrap_or(0),
+        d.by_category
+            .get(Category::Fallback.as_str())
+            .copied()
+            .unwrap_or(0),
         first_selected_kimi
     );
 }
@@ -361,7 +370,7 @@ fn the_short13_report_has_every_section_and_numbers_from_its_json() {
         at += pos;
     }
     // Control actual, rounds notional: compared on the frozen-price basis.
-    assert_eq!(rep.basis.kind, "frozen_prices");
+    assert_eq!(rep.basis.kind, BasisKind::FrozenPrices);
     let names: Vec<&str> = rep.groups.iter().map(|g| g.group.as_str()).collect();
     assert_eq!(names, ["control", "r1", "r2"]);
     for g in &rep.groups {
@@ -385,7 +394,7 @@ fn the_short13_report_has_every_section_and_numbers_from_its_json() {
         .refused_claims
         .iter()
         .any(|c| c.contains("cash-spend")));
-    assert_eq!(rep.go_no_go.decision, "GO");
+    assert_eq!(rep.go_no_go.decision, Decision::Go);
     assert!(md.contains(CHART_FILE));
     let svg = render_svg(&rep);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
@@ -505,11 +514,10 @@ fn tables_have_a_row_per_request_and_per_case() {
     // canary 2 + control 26 + r1 26 + r2 26 requests; 1 + 13 x 3 cases.
     assert_eq!(requests.len(), 80);
     assert_eq!(cases.len(), 40);
-    let csv = to_csv(&requests, &REQUEST_COLUMNS);
+    let csv = to_csv(&requests);
     assert_eq!(csv.lines().count(), 81);
     assert!(csv.starts_with("lineage,group,group_status,request_id,"));
-    assert_eq!(csv_field("a,b"), "\"a,b\"");
-    assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    assert_eq!(to_csv(&cases).lines().count(), 41);
 }
 
 /// A replicated lineage (>= 3 trials) gets the bootstrap interval with the

@@ -227,14 +227,14 @@ impl CaseRef {
     }
 }
 
-/// Pass or fail of an observation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// The check holds.
-    Pass,
-    /// The check does not hold.
-    Fail,
+crate::schema::named::named_enum! {
+    /// Pass or fail of an observation.
+    pub enum Status {
+        /// The check holds.
+        Pass = "pass",
+        /// The check does not hold.
+        Fail = "fail",
+    }
 }
 
 /// A JSON number kept exactly as the source wrote it (`1`, `1.0`, `0.5`).
@@ -289,14 +289,14 @@ pub struct ManifestFrozen {
     pub manifest: Manifest,
 }
 
-/// Who signs off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SignOffRole {
-    /// The operator who will run the lineage.
-    Operator,
-    /// A second person who reviewed the frozen manifest.
-    Reviewer,
+crate::schema::named::named_enum! {
+    /// Who signs off.
+    pub enum SignOffRole {
+        /// The operator who will run the lineage.
+        Operator = "operator",
+        /// A second person who reviewed the frozen manifest.
+        Reviewer = "reviewer",
+    }
 }
 
 /// A sign-off of a frozen manifest (FREEZE-7).
@@ -362,26 +362,26 @@ pub struct QuotaChecked {
     pub error: Option<String>,
 }
 
-/// The kinds of generic gate observation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckKind {
-    /// Daemon health endpoint (GATE-3).
-    DaemonHealth,
-    /// One minimal request per exact route target (GATE-3, PLANE-2).
-    ProviderSentinel,
-    /// A canary result marker (GATE-5, GATE-8).
-    Canary,
-    /// A config validated by the pinned software (GATE-7).
-    ConfigValidated,
-    /// Sandbox-to-daemon network reachability (GATE-3).
-    NetworkReachability,
-    /// A source tree's commit or hash (GATE-4).
-    SourceHash,
-    /// A binary's SHA-256 and architecture (GATE-4).
-    BinaryHash,
-    /// No live sandboxes with this run's tag before a batch (GATE-3).
-    Residue,
+crate::schema::named::named_enum! {
+    /// The kinds of generic gate observation.
+    pub enum CheckKind {
+        /// Daemon health endpoint (GATE-3).
+        DaemonHealth = "daemon_health",
+        /// One minimal request per exact route target (GATE-3, PLANE-2).
+        ProviderSentinel = "provider_sentinel",
+        /// A canary result marker (GATE-5, GATE-8).
+        Canary = "canary",
+        /// A config validated by the pinned software (GATE-7).
+        ConfigValidated = "config_validated",
+        /// Sandbox-to-daemon network reachability (GATE-3).
+        NetworkReachability = "network_reachability",
+        /// A source tree's commit or hash (GATE-4).
+        SourceHash = "source_hash",
+        /// A binary's SHA-256 and architecture (GATE-4).
+        BinaryHash = "binary_hash",
+        /// No live sandboxes with this run's tag before a batch (GATE-3).
+        Residue = "residue",
+    }
 }
 
 /// A gate observation, pass or fail.
@@ -546,42 +546,41 @@ pub struct ArtifactRecorded {
 // BitRouter evidence (bitrouter-formats.md section 2)
 // ---------------------------------------------------------------------------
 
-/// Trace `harness`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum Harness {
-    Generic,
-    Hermes,
-    ClaudeCode,
-    Codex,
-    Smithers,
-    #[serde(rename = "terminus_2")]
-    Terminus2,
-    OpenClaw,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Trace `harness`.
+    #[allow(missing_docs)]
+    pub enum Harness {
+        Generic = "generic",
+        Hermes = "hermes",
+        ClaudeCode = "claude_code",
+        Codex = "codex",
+        Smithers = "smithers",
+        Terminus2 = "terminus_2",
+        OpenClaw = "open_claw",
+        Unknown = "unknown",
+    }
 }
 
-/// Trace `protocol`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum Protocol {
-    ChatCompletions,
-    Messages,
-    Responses,
-    OpenClawRuntime,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Trace `protocol`.
+    #[allow(missing_docs)]
+    pub enum Protocol {
+        ChatCompletions = "chat_completions",
+        Messages = "messages",
+        Responses = "responses",
+        OpenClawRuntime = "open_claw_runtime",
+        Unknown = "unknown",
+    }
 }
 
-/// Trace `outcome.status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum TraceStatus {
-    Completed,
-    Failed,
-    ClientCancelled,
+crate::schema::named::named_enum! {
+    /// Trace `outcome.status`.
+    #[allow(missing_docs)]
+    pub enum TraceStatus {
+        Completed = "completed",
+        Failed = "failed",
+        ClientCancelled = "client_cancelled",
+    }
 }
 
 /// One ingress trace row.
@@ -642,49 +641,49 @@ pub struct PolicyDecisionRecorded {
     pub line_blake3: String,
 }
 
-/// Usage `usage_origin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum UsageOrigin {
-    ProviderReported,
-    AuthoritativeReceipt,
-    Estimated,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Usage `usage_origin`.
+    #[allow(missing_docs)]
+    pub enum UsageOrigin {
+        ProviderReported = "provider_reported",
+        AuthoritativeReceipt = "authoritative_receipt",
+        Estimated = "estimated",
+        Unknown = "unknown",
+    }
 }
 
-/// Usage `charge_status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum ChargeStatus {
-    Computed,
-    NotCharged,
-    Unknown,
-    LegacyUnknown,
+crate::schema::named::named_enum! {
+    /// Usage `charge_status`.
+    #[allow(missing_docs)]
+    pub enum ChargeStatus {
+        Computed = "computed",
+        NotCharged = "not_charged",
+        Unknown = "unknown",
+        LegacyUnknown = "legacy_unknown",
+    }
 }
 
-/// Usage `reconciliation_status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum ReconciliationStatus {
-    NotApplicable,
-    Pending,
-    Computed,
-    NotCharged,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Usage `reconciliation_status`.
+    #[allow(missing_docs)]
+    pub enum ReconciliationStatus {
+        NotApplicable = "not_applicable",
+        Pending = "pending",
+        Computed = "computed",
+        NotCharged = "not_charged",
+        Unknown = "unknown",
+    }
 }
 
-/// Usage `charge_evidence.pricing_source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum PricingSource {
-    Configured,
-    Override,
-    AuthoritativeReceipt,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Usage `charge_evidence.pricing_source`.
+    #[allow(missing_docs)]
+    pub enum PricingSource {
+        Configured = "configured",
+        Override = "override",
+        AuthoritativeReceipt = "authoritative_receipt",
+        Unknown = "unknown",
+    }
 }
 
 /// The four buckets plus reasoning, all observed (SETTLE-1).
@@ -745,15 +744,15 @@ pub struct UsageRecorded {
     pub line_blake3: String,
 }
 
-/// Receipt `state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum ReceiptState {
-    Pending,
-    Computed,
-    NotCharged,
-    Unknown,
+crate::schema::named::named_enum! {
+    /// Receipt `state`.
+    #[allow(missing_docs)]
+    pub enum ReceiptState {
+        Pending = "pending",
+        Computed = "computed",
+        NotCharged = "not_charged",
+        Unknown = "unknown",
+    }
 }
 
 /// One settlement receipt.
@@ -798,14 +797,14 @@ pub struct OutcomeRecorded {
     pub line_blake3: String,
 }
 
-/// The two classes of the security-policy skip (CASE-6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RefusalClass {
-    /// The provider refused on policy grounds (HTTP 403).
-    ProviderPolicyRefusal,
-    /// A network security policy denied the call (HTTP 403).
-    NetworkSecurityPolicyDenied,
+crate::schema::named::named_enum! {
+    /// The two classes of the security-policy skip (CASE-6).
+    pub enum RefusalClass {
+        /// The provider refused on policy grounds (HTTP 403).
+        ProviderPolicyRefusal = "provider_policy_refusal",
+        /// A network security policy denied the call (HTTP 403).
+        NetworkSecurityPolicyDenied = "network_security_policy_denied",
+    }
 }
 
 /// Sanitized 403 evidence for one case attempt (CASE-6).
@@ -987,21 +986,21 @@ pub struct LineageStopped {
     pub evidence_seq: Option<u64>,
 }
 
-/// Why a started case ended `terminal_invalid` without a valid TrialResult
-/// (CASE-3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InvalidReason {
-    /// The sandbox environment disconnected.
-    EnvironmentDisconnect,
-    /// The verifier never produced a result.
-    MissingVerifierResult,
-    /// Harbor's output is corrupt or incomplete.
-    CorruptOutput,
-    /// The agent raised a generic exception.
-    AgentException,
-    /// The controller crashed after `started`; Harbor left no result.
-    ControllerCrash,
+crate::schema::named::named_enum! {
+    /// Why a started case ended `terminal_invalid` without a valid TrialResult
+    /// (CASE-3).
+    pub enum InvalidReason {
+        /// The sandbox environment disconnected.
+        EnvironmentDisconnect = "environment_disconnect",
+        /// The verifier never produced a result.
+        MissingVerifierResult = "missing_verifier_result",
+        /// Harbor's output is corrupt or incomplete.
+        CorruptOutput = "corrupt_output",
+        /// The agent raised a generic exception.
+        AgentException = "agent_exception",
+        /// The controller crashed after `started`; Harbor left no result.
+        ControllerCrash = "controller_crash",
+    }
 }
 
 /// A started case made terminal-invalid on cited evidence (CASE-3, CASE-8).

@@ -38,70 +38,70 @@ pub const EC2_VCPU_QUOTA_CODE: &str = "L-1216C47A";
 /// Group names of the evaluation rounds, in their only allowed order.
 pub const EVALUATION_GROUPS: [&str; 4] = ["control", "r1", "r2", "r3"];
 
-/// The run classes (CLASS-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunClass {
-    /// A non-evaluation canary: canary identities only.
-    Canary,
-    /// 8-20 predeclared tasks, one trial per case.
-    MechanismIteration,
-    /// >= 3 trials per case.
-    ReplicatedExperiment,
-    /// All 89 tasks x exactly 5 trials.
-    PublicReproduction,
+crate::schema::named::named_enum! {
+    /// The run classes (CLASS-1).
+    pub enum RunClass {
+        /// A non-evaluation canary: canary identities only.
+        Canary = "canary",
+        /// 8-20 predeclared tasks, one trial per case.
+        MechanismIteration = "mechanism_iteration",
+        /// >= 3 trials per case.
+        ReplicatedExperiment = "replicated_experiment",
+        /// All 89 tasks x exactly 5 trials.
+        PublicReproduction = "public_reproduction",
+    }
 }
 
-/// Whether the lineage tunes or is held out (LINEAGE-7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunRole {
-    /// Learning is allowed from these tasks.
-    Tuning,
-    /// A frozen policy is evaluated; no learning.
-    HeldOut,
+crate::schema::named::named_enum! {
+    /// Whether the lineage tunes or is held out (LINEAGE-7).
+    pub enum RunRole {
+        /// Learning is allowed from these tasks.
+        Tuning = "tuning",
+        /// A frozen policy is evaluated; no learning.
+        HeldOut = "held_out",
+    }
 }
 
-/// Route tiers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// The strong (control) route.
-    Strong,
-    /// The balanced route.
-    Balanced,
-    /// The economy route.
-    Economy,
+crate::schema::named::named_enum! {
+    /// Route tiers.
+    pub enum Tier {
+        /// The strong (control) route.
+        Strong = "strong",
+        /// The balanced route.
+        Balanced = "balanced",
+        /// The economy route.
+        Economy = "economy",
+    }
 }
 
-/// Wire protocols of a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RouteProtocol {
-    /// OpenAI-compatible (`/v1` api_base).
-    Openai,
-    /// Anthropic messages (no `/v1` suffix).
-    Anthropic,
+crate::schema::named::named_enum! {
+    /// Wire protocols of a route.
+    pub enum RouteProtocol {
+        /// OpenAI-compatible (`/v1` api_base).
+        Openai = "openai",
+        /// Anthropic messages (no `/v1` suffix).
+        Anthropic = "anthropic",
+    }
 }
 
-/// Central host mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CentralMode {
-    /// Provision a new central host for this lineage.
-    Provision,
-    /// Reuse an existing central host (instance id required).
-    Reuse,
+crate::schema::named::named_enum! {
+    /// Central host mode.
+    pub enum CentralMode {
+        /// Provision a new central host for this lineage.
+        Provision = "provision",
+        /// Reuse an existing central host (instance id required).
+        Reuse = "reuse",
+    }
 }
 
-/// Actual money or a list-price estimate (SETTLE-6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PriceBasis {
-    /// What is really paid.
-    Actual,
-    /// A cited list price; never a cash-spend claim (CLASS-5).
-    Notional,
+crate::schema::named::named_enum! {
+    /// Actual money or a list-price estimate (SETTLE-6).
+    pub enum PriceBasis {
+        /// What is really paid.
+        Actual = "actual",
+        /// A cited list price; never a cash-spend claim (CLASS-5).
+        Notional = "notional",
+    }
 }
 
 /// The public manifest as stored: what `manifest.toml` says, after

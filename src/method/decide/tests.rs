@@ -3,8 +3,8 @@
 use super::*;
 use crate::method::projections::{At, CaseStatus, State};
 use crate::schema::events::{Event, ManifestFrozen, SignOffRole};
-use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 use crate::schema::verdict::VerdictStatus;
+use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
 fn given(events: &[Event]) -> State {
     let mut s = State::default();
