@@ -298,8 +298,15 @@ fn describe(error: &ureq::Error, url: &HttpUrl, timeout: Duration) -> String {
             timeout.as_millis()
         ),
         ureq::Error::HostNotFound => format!("cannot resolve {host}: no address found"),
+        // std's getaddrinfo failure has no stable kind, only this text.
+        ureq::Error::Io(e) if e.to_string().starts_with("failed to lookup address") => {
+            format!("cannot resolve {host}: {e}")
+        }
         ureq::Error::Io(e) if is_connect_error(e.kind()) => {
             format!("cannot connect to {host}:{port}: {e}")
+        }
+        ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            format!("the connection to {host}:{port} closed before a complete answer")
         }
         ureq::Error::Io(e) => format!("exchange with {host}:{port} failed: {e}"),
         ureq::Error::LargeResponseHeader(_, _) => {
