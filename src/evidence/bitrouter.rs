@@ -1216,7 +1216,16 @@ mod tests {
         let mut check = |rel: &str| assert!(seen.remove(rel), "no fixture {rel}");
 
         check("README.md"); // documentation
+        stale_and_adapter_rows(&mut check);
+        partial_harbor_results(root, &mut check);
+        receipt_documents(&mut check);
+        inputs_that_are_not_evidence(&mut check);
+        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
+    }
 
+    /// Stale bundle-smoke rows, the legacy outcome row and adapter-side
+    /// decision rows: refused by shape, with a clear message.
+    fn stale_and_adapter_rows(check: &mut dyn FnMut(&str)) {
         // stale bundle-smoke format: refused by shape, with a clear message
         check("bundle-smoke/traces.jsonl");
         refused_with(
@@ -1263,7 +1272,10 @@ mod tests {
                 "route-evidence-run/decisions.jsonl: line 1: field (line): {ADAPTER_DECISION}"
             ),
         );
+    }
 
+    /// Partial Harbor results (test literals, adapter fixtures), not dumps.
+    fn partial_harbor_results(root: &std::path::Path, check: &mut dyn FnMut(&str)) {
         // partial harbor results (test literals / adapter fixtures), not harbor dumps
         for rel in [
             "route-evidence-run/jobs/job/pass/result.json",
@@ -1305,7 +1317,9 @@ mod tests {
         assert_eq!(run.jobs.len(), 1);
         assert_eq!(run.jobs[0].artifacts.len(), 1);
         assert_eq!(run.jobs[0].trials.len(), 1);
+    }
 
+    fn receipt_documents(check: &mut dyn FnMut(&str)) {
         // receipts: single JSON documents, bare SettlementReceipt bodies
         for (rel, state, charge) in [
             (
@@ -1340,7 +1354,9 @@ mod tests {
             let again = read_receipt_document(&mut &bytes[..], rel, &g()).unwrap();
             assert_eq!(again, r);
         }
+    }
 
+    fn inputs_that_are_not_evidence(check: &mut dyn FnMut(&str)) {
         // test inputs that are not evidence rows
         check("trajectory/complete_chat.jsonl");
         refused_with(
@@ -1359,8 +1375,6 @@ mod tests {
                 "{rel}"
             );
         }
-
-        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
     }
 
     // ---- money through the usage path ----
