@@ -381,7 +381,7 @@ pub fn judge_identity(
         } else {
             Status::Fail
         },
-        error: (!problems.is_empty()).then(|| format!("GATE-1: {}", problems.join("; "))),
+        error: (!problems.is_empty()).then(|| format!("{}: {}", Rule::Gate1, problems.join("; "))),
     }
 }
 

@@ -140,9 +140,10 @@ fn identity_is_judged_through_the_commitments() {
     );
     assert_eq!(other.status, Status::Fail);
     let e = other.error.unwrap();
-    assert!(
-        e.contains("aws.account") && e.contains("aws.principal_arn"),
-        "{e}"
+    assert_eq!(
+        e,
+        "GATE-1: the account differs from the frozen aws.account; \
+         the principal differs from the frozen aws.principal_arn"
     );
     assert_eq!(other.account.redacted, "********3333");
     // The example's role principal matches an assumed-role session of it.
