@@ -2,7 +2,7 @@
 //! refused at every depth (serde_json's `Value` silently keeps the last),
 //! a raw scanner over well-formed text (the literal text of numbers, so a
 //! reward written `1.0` stays `1.0`, and [`canonical_json`]), and typed
-//! field access with messages that name the full path ([`Obj`]).
+//! field access with messages that name the full path (`Obj`).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
