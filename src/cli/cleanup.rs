@@ -99,6 +99,7 @@ mod with_aws {
     use crate::cli::aws::*;
     use crate::error::{Error, ExitClass};
     use crate::gates::aws::{self, Session};
+    use crate::gates::rules;
     use crate::limits::{MONITOR_INTERVAL_MS_MAX, MONITOR_INTERVAL_MS_MIN, MONITOR_SAMPLES_MAX};
     use crate::log::ledger::{Draft, Ledger};
     use crate::method::audit::cleanup_history;
@@ -128,13 +129,13 @@ mod with_aws {
         };
         let (identity, outcome) = match queried_identity(session, l, private) {
             Ok(id) => {
-                let out = aws::audit(session, &aws::RunTags::of(m), &history.tracked);
+                let out = aws::audit(session, &rules::RunTags::of(m), &history.tracked);
                 (id, out)
             }
             Err(e) => (String::from("unproven"), Err(e)),
         };
         let obs =
-            aws::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
+            rules::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
         let done = append(cli, wait, vec![Event::CleanupAudited(obs.clone())])?;
         Ok((done[0].seq, obs))
     }
@@ -149,7 +150,7 @@ mod with_aws {
         let residue = a
             .found
             .iter()
-            .filter(|r| !aws::is_excluded(r, central))
+            .filter(|r| !rules::is_excluded(r, central))
             .count();
         println!(
             "cleanup audit of {}/{} in {} as {}: {} found, {} residue: {}; recorded at seq {}",
@@ -167,7 +168,7 @@ mod with_aws {
             seq
         );
         for r in &a.found {
-            let ex = if aws::is_excluded(r, central) {
+            let ex = if rules::is_excluded(r, central) {
                 " (excluded: central host)"
             } else {
                 ""
@@ -334,7 +335,7 @@ mod with_aws {
             .into());
         }
         let central = audit.excluded_central_instance_id.as_deref();
-        let plan = aws::termination_plan(&audit.found, central);
+        let plan = rules::termination_plan(&audit.found, central);
         if !a.confirm {
             if a.json {
                 print_json(&json!({ "audit_seq": audit_seq, "plan": plan }))?;
@@ -359,7 +360,7 @@ mod with_aws {
         let (session, _) = open_session(&l, private.as_ref())?;
         // The calls run as the frozen identity, or not at all.
         queried_identity(&session, &l, private.as_ref()).map_err(identity_error)?;
-        let mut record = |t: &aws::Termination| -> crate::Result<()> {
+        let mut record = |t: &rules::Termination| -> crate::Result<()> {
             let ledger = Ledger::open(&cli.ledger, wait)?;
             let done = ledger.append(
                 &[Draft {

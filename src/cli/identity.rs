@@ -54,7 +54,7 @@ mod with_aws {
     use crate::log::ledger::{Draft, Ledger};
 
     use crate::cli::aws::*;
-    use crate::gates::aws::{self};
+    use crate::gates::rules;
     use crate::schema::events::{Event, Status};
     use crate::schema::events::{IdentityChecked, LineageStopped};
     use crate::schema::rule::Rule;
@@ -73,11 +73,11 @@ mod with_aws {
         let (session, target) = open_session(&l, Some(&private))?;
         let outcome = session
             .caller_identity()
-            .map(|id| aws::judge_identity(&private.key, &l.frozen.manifest.private, &id));
+            .map(|id| rules::judge_identity(&private.key, &l.frozen.manifest.private, &id));
         let m = &l.frozen.manifest.public;
-        let selector = aws::selector_label(m, &l.frozen.manifest.private);
+        let selector = rules::selector_label(m, &l.frozen.manifest.private);
         let obs: IdentityChecked =
-            aws::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
+            rules::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
         let ledger = Ledger::open(&cli.ledger, wait)?;
         let mut batch = ledger.batch(now_utc_ns())?;
         let draft = |event| Draft {

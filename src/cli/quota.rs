@@ -55,6 +55,7 @@ mod with_aws {
 
     use crate::cli::aws::*;
     use crate::gates::aws::{self};
+    use crate::gates::rules;
 
     /// `quota check`.
     pub fn run_quota(cli: &Cli, cmd: &QuotaCommand, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -69,7 +70,7 @@ mod with_aws {
             Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
             Err(e) => Err(e),
         };
-        let obs = aws::quota_observation(m, &target.region, &outcome);
+        let obs = rules::quota_observation(m, &target.region, &outcome);
         let done = append(cli, wait, vec![Event::QuotaChecked(obs.clone())])?;
         if a.json {
             let mut v = serde_json::to_value(&obs)?;

@@ -4,7 +4,7 @@
 //! One function per row kind, each `parse_X(line, group)`: the bytes of one
 //! JSON Lines row (without its newline) in, one payload out, or a
 //! [`FieldError`] naming the field. [`read_rows`] runs a parser over a whole
-//! file with the streaming reader of [`super::for_each_jsonl_row`] and turns
+//! file with the streaming reader of [`super::jsonl::for_each_jsonl_row`] and turns
 //! refusals into `<source>: line <n>: field <path>: <problem>`.
 //!
 //! Common rules of every parser:
@@ -25,10 +25,11 @@
 use std::io::{BufRead, Read};
 use std::path::Path;
 
+use super::json::{found, load_object, raw_values_at, Obj};
+use super::jsonl::for_each_jsonl_row_with_progress;
 use super::{
-    blake3_hex, check_sha256_tag, check_timestamp, echo, for_each_jsonl_row_with_progress, found,
-    load_object, raw_values_at, FieldError, FieldResult, Obj, Progress, TimeForm,
-    INGEST_FIELD_BYTES_MAX, INGEST_LINE_BYTES_MAX,
+    blake3_hex, check_sha256_tag, check_timestamp, echo, FieldError, FieldResult, Progress,
+    TimeForm, INGEST_FIELD_BYTES_MAX, INGEST_LINE_BYTES_MAX,
 };
 use crate::error::{Error, Result};
 use crate::schema::events::{
@@ -967,7 +968,7 @@ mod tests {
 
     use super::*;
     use crate::evidence::harbor;
-    use crate::evidence::tests::Generated;
+    use crate::evidence::jsonl::tests::Generated;
 
     const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/bitrouter");
     const OURS: &str = concat!(
@@ -1175,11 +1176,13 @@ mod tests {
                 assert_eq!(crate::schema::secrets::scan(line), None, "{name}:{}", i + 1);
             }
         }
-        // and the payloads pass the append guard
+        // and no string of the payloads looks like a credential (the append
+        // guard's check, from schema)
         let traces = rows_of(OURS, "traces.jsonl", parse_trace).unwrap();
         for t in traces {
-            crate::log::guard::check_event(&crate::schema::events::Event::RequestTraced(t))
-                .unwrap();
+            for (field, value) in crate::schema::events::Event::RequestTraced(t).strings() {
+                assert_eq!(crate::schema::secrets::scan(&value), None, "{field}");
+            }
         }
     }
 
@@ -1213,7 +1216,16 @@ mod tests {
         let mut check = |rel: &str| assert!(seen.remove(rel), "no fixture {rel}");
 
         check("README.md"); // documentation
+        stale_and_adapter_rows(&mut check);
+        partial_harbor_results(root, &mut check);
+        receipt_documents(&mut check);
+        inputs_that_are_not_evidence(&mut check);
+        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
+    }
 
+    /// Stale bundle-smoke rows, the legacy outcome row and adapter-side
+    /// decision rows: refused by shape, with a clear message.
+    fn stale_and_adapter_rows(check: &mut dyn FnMut(&str)) {
         // stale bundle-smoke format: refused by shape, with a clear message
         check("bundle-smoke/traces.jsonl");
         refused_with(
@@ -1260,7 +1272,10 @@ mod tests {
                 "route-evidence-run/decisions.jsonl: line 1: field (line): {ADAPTER_DECISION}"
             ),
         );
+    }
 
+    /// Partial Harbor results (test literals, adapter fixtures), not dumps.
+    fn partial_harbor_results(root: &std::path::Path, check: &mut dyn FnMut(&str)) {
         // partial harbor results (test literals / adapter fixtures), not harbor dumps
         for rel in [
             "route-evidence-run/jobs/job/pass/result.json",
@@ -1302,7 +1317,9 @@ mod tests {
         assert_eq!(run.jobs.len(), 1);
         assert_eq!(run.jobs[0].artifacts.len(), 1);
         assert_eq!(run.jobs[0].trials.len(), 1);
+    }
 
+    fn receipt_documents(check: &mut dyn FnMut(&str)) {
         // receipts: single JSON documents, bare SettlementReceipt bodies
         for (rel, state, charge) in [
             (
@@ -1337,7 +1354,9 @@ mod tests {
             let again = read_receipt_document(&mut &bytes[..], rel, &g()).unwrap();
             assert_eq!(again, r);
         }
+    }
 
+    fn inputs_that_are_not_evidence(check: &mut dyn FnMut(&str)) {
         // test inputs that are not evidence rows
         check("trajectory/complete_chat.jsonl");
         refused_with(
@@ -1356,8 +1375,6 @@ mod tests {
                 "{rel}"
             );
         }
-
-        assert!(seen.is_empty(), "fixtures without an expectation: {seen:?}");
     }
 
     // ---- money through the usage path ----
