@@ -104,7 +104,7 @@ mod with_aws {
     use crate::log::ledger::{Draft, Ledger};
     use crate::method::audit::cleanup_history;
     use crate::method::projections::LineageState;
-    use crate::schema::events::{CleanupAudited, MonitorSampled, ResidueTerminated};
+    use crate::schema::events::{CleanupAudited, FoundResource, MonitorSampled, ResidueTerminated};
     use crate::schema::events::{Event, GroupRef, Status};
     use crate::schema::rule::Rule;
     use crate::schema::time::now_utc_ns;
@@ -302,19 +302,13 @@ mod with_aws {
         })
     }
 
-    fn terminate(cli: &Cli, a: &TerminateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-        let (lineage, group) = parse_group(&a.group);
-        let l = lineage_state(cli, wait, lineage.as_deref())?;
-        require_group(&l, &group)?;
-        let g = GroupRef {
-            lineage: l.frozen.lineage.clone(),
-            group: group.clone(),
-        };
-        let history = {
-            let ledger = Ledger::open(&cli.ledger, wait)?;
-            cleanup_history(&ledger, &g)?
-        };
-        let Some((audit_seq, audit)) = history.latest_audit else {
+    /// The latest cleanup audit of `g`, refused (CLEAN-1) when there is none
+    /// or it could not run: only what an audit proved the run's is touched.
+    fn latest_usable_audit(
+        latest: Option<(u64, CleanupAudited)>,
+        g: &GroupRef,
+    ) -> anyhow::Result<(u64, CleanupAudited)> {
+        let Some((audit_seq, audit)) = latest else {
             return Err(Error::Refused {
                 rule: Rule::Clean1,
                 message: format!(
@@ -334,23 +328,44 @@ mod with_aws {
             }
             .into());
         }
+        Ok((audit_seq, audit))
+    }
+
+    /// What `cleanup terminate` would do, without `--confirm`.
+    fn print_plan(audit_seq: u64, plan: &[FoundResource], as_json: bool) -> anyhow::Result<()> {
+        if as_json {
+            return print_json(&json!({ "audit_seq": audit_seq, "plan": plan }));
+        }
+        println!(
+            "plan from audit seq {audit_seq}: {} resource(s)",
+            plan.len()
+        );
+        for r in plan {
+            println!(
+                "  {} {} {} found by {}",
+                r.resource, r.id, r.state, r.found_by
+            );
+        }
+        Ok(())
+    }
+
+    fn terminate(cli: &Cli, a: &TerminateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+        let (lineage, group) = parse_group(&a.group);
+        let l = lineage_state(cli, wait, lineage.as_deref())?;
+        require_group(&l, &group)?;
+        let g = GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: group.clone(),
+        };
+        let history = {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
+            cleanup_history(&ledger, &g)?
+        };
+        let (audit_seq, audit) = latest_usable_audit(history.latest_audit, &g)?;
         let central = audit.excluded_central_instance_id.as_deref();
         let plan = rules::termination_plan(&audit.found, central);
         if !a.confirm {
-            if a.json {
-                print_json(&json!({ "audit_seq": audit_seq, "plan": plan }))?;
-            } else {
-                println!(
-                    "plan from audit seq {audit_seq}: {} resource(s)",
-                    plan.len()
-                );
-                for r in &plan {
-                    println!(
-                        "  {} {} {} found by {}",
-                        r.resource, r.id, r.state, r.found_by
-                    );
-                }
-            }
+            print_plan(audit_seq, &plan, a.json)?;
             return Err(BadUsage(
                 "cleanup terminate changes AWS resources; nothing was done: pass --confirm".into(),
             )

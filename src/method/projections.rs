@@ -467,13 +467,27 @@ impl State {
     /// Applies one event. Infallible: anything `decide` produced folds, and
     /// what a projection does not need is ignored.
     pub fn apply(&mut self, at: At, event: &Event) {
-        // Later records sit at later seqs; a fold never goes backwards.
-        debug_assert!(
+        // Later records sit at later seqs; a fold never moves the head back
+        // (a programmer error: the verified walk hands out seqs in order).
+        assert!(
             self.head_seq.is_none_or(|h| h < at.seq),
-            "events applied out of order"
+            "events applied out of order: seq {} after {:?}",
+            at.seq,
+            self.head_seq
         );
+        self.head_seq = Some(at.seq);
+        let _folded = self.apply_lineage_event(at, event)
+            || self.apply_group_event(at, event)
+            || self.apply_case_event(at, event)
+            || self.apply_request_event(at, event);
+        if self.scan_secrets {
+            self.scan(at.seq, event);
+        }
+    }
+
+    /// Lineage-level events: the frozen manifest, sign-offs, gate observations, stops and the control catalog. Returns whether `event` was one of them.
+    fn apply_lineage_event(&mut self, at: At, event: &Event) -> bool {
         let seq = at.seq;
-        self.head_seq = Some(seq);
         match event {
             Event::ManifestFrozen(f) => {
                 for (key, field) in f.manifest.public.run_scoped_claims() {
@@ -533,6 +547,25 @@ impl State {
                     l.stopped.get_or_insert_with(|| (at, e.clone()));
                 }
             }
+            Event::ControlRegistered(e) => {
+                self.controls
+                    .entry(e.control_key.clone())
+                    .or_default()
+                    .push((at, e.clone()));
+            }
+            Event::ControlReused(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A group's lifecycle: open, close, seal, feedback, monitor samples and cleanup audits. Returns whether `event` was one of them.
+    fn apply_group_event(&mut self, at: At, event: &Event) -> bool {
+        match event {
             Event::GroupOpened(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.opened.get_or_insert_with(|| (at, e.clone()));
             }),
@@ -549,6 +582,18 @@ impl State {
                 g.monitor_peak = Some(g.monitor_peak.unwrap_or(0).max(e.sandbox_count));
                 g.monitor_samples += 1;
             }),
+            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.cleanup = Some((at, e.clone()));
+            }),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A case's lifecycle: started, process exit, TrialResult, refusal evidence, invalidation. Returns whether `event` was one of them.
+    fn apply_case_event(&mut self, at: At, event: &Event) -> bool {
+        let seq = at.seq;
+        match event {
             Event::CaseStarted(e) => self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                 c.start_seqs.push(seq);
                 c.started.get_or_insert_with(|| (at, e.clone()));
@@ -574,6 +619,15 @@ impl State {
                     c.invalidated.get_or_insert_with(|| (at, e.clone()));
                 })
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Request evidence by persisted request id: traces, usage, decisions, receipts, outcomes. Returns whether `event` was one of them.
+    fn apply_request_event(&mut self, at: At, event: &Event) -> bool {
+        let seq = at.seq;
+        match event {
             Event::RequestTraced(e) => {
                 self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
                     r.traces.push((
@@ -646,25 +700,9 @@ impl State {
                     })
                 }
             },
-            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
-                g.cleanup = Some((at, e.clone()));
-            }),
-            Event::ControlRegistered(e) => {
-                self.controls
-                    .entry(e.control_key.clone())
-                    .or_default()
-                    .push((at, e.clone()));
-            }
-            Event::ControlReused(e) => {
-                if let Some(l) = self.lineages.get_mut(&e.lineage) {
-                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
-                }
-            }
-            _ => {}
+            _ => return false,
         }
-        if self.scan_secrets {
-            self.scan(seq, event);
-        }
+        true
     }
 
     /// Scans every string of `event` for credential shapes (the verdict's

@@ -90,69 +90,8 @@ pub fn build(state: &State, lineage: Option<&str>, head: LedgerHead) -> Result<R
     Ok(sections::report(&ctx, head))
 }
 
-/// Parses RFC 3339 UTC text as Harbor writes it (`2026-11-20T00:10:00Z`,
-/// fractional seconds and a `+00:00` offset allowed) to ns since the epoch.
-pub fn parse_rfc3339_ns(text: &str) -> Option<i128> {
-    let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = text.get(r)?;
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())?
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut rest = &text[19..];
-    let mut frac_ns: i128 = 0;
-    if let Some(r) = rest.strip_prefix('.') {
-        let digits: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
-        if digits.is_empty() {
-            return None;
-        }
-        let mut ns = digits.clone();
-        ns.truncate(9);
-        while ns.len() < 9 {
-            ns.push('0');
-        }
-        frac_ns = ns.parse().ok()?;
-        rest = &r[digits.len()..];
-    }
-    let offset_s: i128 = match rest {
-        "Z" | "z" | "+00:00" | "-00:00" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
-            let oh: i128 = o[1..3].parse().ok()?;
-            let om: i128 = o[4..6].parse().ok()?;
-            let v = oh * 3600 + om * 60;
-            if o.starts_with('+') {
-                v
-            } else {
-                -v
-            }
-        }
-        _ => return None,
-    };
-    // Days from civil (proleptic Gregorian).
-    let (y, mo, d) = (i128::from(y), i128::from(mo), i128::from(d));
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs =
-        days * 86_400 + i128::from(h) * 3600 + i128::from(mi) * 60 + i128::from(s) - offset_s;
-    Some(secs * 1_000_000_000 + frac_ns)
-}
+/// RFC 3339 text to ns since the epoch: the one parser of `schema::time`.
+pub use crate::schema::time::parse_rfc3339_ns;
 
 #[cfg(test)]
 mod tests;

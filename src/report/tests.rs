@@ -292,6 +292,9 @@ fn times_parse_and_print() {
         Some(951_782_400_500_000_000)
     );
     assert_eq!(parse_rfc3339_ns("not a time"), None);
+    // Calendar-checked since schema::time: no February 31st, no hour 24.
+    assert_eq!(parse_rfc3339_ns("2026-02-31T00:00:00Z"), None);
+    assert_eq!(parse_rfc3339_ns("2026-11-30T24:00:00Z"), None);
     assert_eq!(duration_text(90_061 * 1_000_000_000), "1d 1h 1m 1s");
     assert_eq!(duration_text(59 * 1_000_000_000), "59s");
     assert_eq!(duration_text(-61 * 1_000_000_000), "-1m 1s");

@@ -334,6 +334,18 @@ fn format_errors_name_the_file_and_field() {
         "effective_from = \"2026-13-01\"",
     ));
     assert!(m.contains("prices[0].effective_from"), "{m}");
+    // A date of the right shape that is no day of the calendar (the check
+    // before jiff took 2026-02-31 and 2026-02-29).
+    for no_day in ["2026-02-31", "2026-02-29", "2026-04-31"] {
+        let m = input_msg(edited(
+            "effective_from = \"2026-11-01\"",
+            &format!("effective_from = \"{no_day}\""),
+        ));
+        assert!(
+            m.contains("prices[0].effective_from") && m.contains("is not a date"),
+            "{m}"
+        );
+    }
     let m = input_msg(edited_private(
         "account = \"123456789012\"",
         "account = \"1234\"",

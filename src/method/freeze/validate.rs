@@ -76,26 +76,6 @@ fn check_nonempty(source: &str, field: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_date(source: &str, field: &str, v: &str) -> Result<()> {
-    let b = v.as_bytes();
-    let ok = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        && (1..=12).contains(&v[5..7].parse::<u32>().unwrap_or(0))
-        && (1..=31).contains(&v[8..10].parse::<u32>().unwrap_or(0));
-    if !ok {
-        return Err(input_error(
-            source,
-            field,
-            format!("must be a date YYYY-MM-DD, got {v:?}"),
-        ));
-    }
-    Ok(())
-}
-
 /// Every check of the public manifest, in the order its errors are
 /// reported.
 pub(super) fn validate(manifest: &ManifestFile, source: &str) -> Result<()> {
@@ -614,9 +594,9 @@ fn validate_prices(manifest: &ManifestFile, source: &str) -> Result<()> {
             }
         }
         check_nonempty(source, &field("source"), &price.source)?;
-        check_date(source, &field("effective_from"), &price.effective_from)?;
+        crate::schema::time::check_date(source, &field("effective_from"), &price.effective_from)?;
         if let Some(to) = &price.effective_to {
-            check_date(source, &field("effective_to"), to)?;
+            crate::schema::time::check_date(source, &field("effective_to"), to)?;
             if to <= &price.effective_from {
                 return Err(input_error(
                     source,
