@@ -432,7 +432,14 @@ mod tests {
             state.apply(at, &Event::CheckRecorded(obs));
         }
         let gates = &state.lineages["l"].gates.checks;
-        let get = |t: &str| &gates[&(CheckKind::ProviderSentinel, None, t.to_string())].status;
+        let get = |t: &str| {
+            &gates[&crate::method::projections::CheckKey {
+                kind: CheckKind::ProviderSentinel,
+                group: None,
+                target: t.to_string(),
+            }]
+                .status
+        };
         assert_eq!(get("p:limited"), &Status::Fail);
         assert_eq!(get("p:sibling"), &Status::Pass);
     }

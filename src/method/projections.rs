@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::log::ledger::Ledger;
 use crate::schema::events::{
     CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupSealed,
+    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupRef, GroupSealed,
     LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
     SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
 };
@@ -275,6 +275,48 @@ pub struct Observation {
     pub status: Status,
 }
 
+/// Who signed off in a role, and at which seq (FREEZE-7).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignOff {
+    /// The name (or key) that signed.
+    pub name: String,
+    /// The seq of the sign-off record.
+    pub seq: u64,
+}
+
+/// The first lineage that claimed a run-scoped resource (FREEZE-4).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Claim {
+    /// The lineage that claimed it.
+    pub lineage: String,
+    /// The manifest field that named it.
+    pub field: String,
+}
+
+/// A credential shape found in a stored string (the secrets row).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecretFinding {
+    /// The record's seq.
+    pub seq: u64,
+    /// `<kind>.<field path>` of the string.
+    pub field: String,
+    /// The shape's name (never the value).
+    pub shape: String,
+}
+
+/// What a generic gate observation is about: the latest one per key counts.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct CheckKey {
+    /// The kind of check.
+    pub kind: CheckKind,
+    /// The group it was for, if any.
+    pub group: Option<String>,
+    /// Its target (a gate target, a config hash, a URL).
+    pub target: String,
+}
+
 /// The latest gate observations of a lineage (GATE-1..3).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Gates {
@@ -283,7 +325,7 @@ pub struct Gates {
     /// The latest quota check.
     pub quota: Option<Observation>,
     /// The latest generic check by (kind, group, target).
-    pub checks: BTreeMap<(CheckKind, Option<String>, String), Observation>,
+    pub checks: BTreeMap<CheckKey, Observation>,
 }
 
 /// One lineage as the log has it.
@@ -294,7 +336,7 @@ pub struct LineageState {
     /// The frozen manifest and its keys.
     pub frozen: ManifestFrozen,
     /// Sign-offs by role: (name, seq).
-    pub sign_offs: BTreeMap<SignOffRole, (String, u64)>,
+    pub sign_offs: BTreeMap<SignOffRole, SignOff>,
     /// Groups with anything recorded, by name.
     pub groups: BTreeMap<String, GroupState>,
     /// The latest gate observations.
@@ -322,13 +364,13 @@ pub struct State {
     pub lineages: BTreeMap<String, LineageState>,
     /// Run-scoped resources claimed by frozen lineages (FREEZE-4):
     /// claim key -> (lineage, field).
-    pub claims: BTreeMap<String, (String, String)>,
+    pub claims: BTreeMap<String, Claim>,
     /// The control catalog: accepted controls by control key (LINEAGE-6).
     pub controls: BTreeMap<String, Vec<(At, ControlRegistered)>>,
     /// Strings that look like credentials, by (lineage, group) when the
     /// event names one (the verdict's secrets row): (seq, field, shape).
     /// Filled only when the fold scans (`State::scanning`).
-    pub secret_findings: BTreeMap<(String, String), Vec<(u64, String, String)>>,
+    pub secret_findings: BTreeMap<GroupRef, Vec<SecretFinding>>,
     /// Whether `apply` scans every event's strings for credentials.
     pub scan_secrets: bool,
     /// One shared copy of each repeated string of the request evidence
@@ -491,9 +533,10 @@ impl State {
         match event {
             Event::ManifestFrozen(f) => {
                 for (key, field) in f.manifest.public.run_scoped_claims() {
-                    self.claims
-                        .entry(key)
-                        .or_insert_with(|| (f.lineage.clone(), field));
+                    self.claims.entry(key).or_insert_with(|| Claim {
+                        lineage: f.lineage.clone(),
+                        field,
+                    });
                 }
                 self.lineages.insert(
                     f.lineage.clone(),
@@ -510,9 +553,10 @@ impl State {
             }
             Event::ManifestSignedOff(s) => {
                 if let Some(l) = self.lineages.get_mut(&s.lineage) {
-                    l.sign_offs
-                        .entry(s.role)
-                        .or_insert_with(|| (s.name.clone(), seq));
+                    l.sign_offs.entry(s.role).or_insert_with(|| SignOff {
+                        name: s.name.clone(),
+                        seq,
+                    });
                 }
             }
             Event::IdentityChecked(e) => {
@@ -534,7 +578,11 @@ impl State {
             Event::CheckRecorded(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
                     l.gates.checks.insert(
-                        (e.check, e.group.clone(), e.target.clone()),
+                        CheckKey {
+                            kind: e.check,
+                            group: e.group.clone(),
+                            target: e.target.clone(),
+                        },
                         Observation {
                             at,
                             status: e.status,
@@ -727,15 +775,18 @@ impl State {
                 .and_then(|v| v.as_str())
                 .unwrap_or("")
                 .to_string();
-            (lineage, group)
+            GroupRef { lineage, group }
         };
         for (path, value) in strings {
             if let Some(found) = crate::schema::secrets::scan(&value) {
-                self.secret_findings.entry(owner()).or_default().push((
-                    seq,
-                    format!("{}.{path}", event.kind()),
-                    found.shape.to_string(),
-                ));
+                self.secret_findings
+                    .entry(owner())
+                    .or_default()
+                    .push(SecretFinding {
+                        seq,
+                        field: format!("{}.{path}", event.kind()),
+                        shape: found.shape.to_string(),
+                    });
             }
         }
     }

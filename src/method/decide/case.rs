@@ -1,6 +1,7 @@
 //! `case start` and `resume` (GATE-1..9, CASE-2, CASE-4, CASE-6..9,
 //! FREEZE-7): whether one case identity may launch now.
 
+use crate::method::projections::CheckKey;
 use std::collections::BTreeSet;
 
 use crate::error::Result;
@@ -55,11 +56,20 @@ fn required_gates<'a>(
         l.gates
             .checks
             .iter()
-            .filter(|((k, g, t), _)| {
-                *k == kind
-                    && group.is_none_or(|w| g.as_deref() == Some(w))
-                    && target.is_none_or(|w| t == w)
-            })
+            .filter(
+                |(
+                    CheckKey {
+                        kind: k,
+                        group: g,
+                        target: t,
+                    },
+                    _,
+                )| {
+                    *k == kind
+                        && group.is_none_or(|w| g.as_deref() == Some(w))
+                        && target.is_none_or(|w| t == w)
+                },
+            )
             .map(|(_, o)| o)
             .max_by_key(|o| o.at.seq)
     };

@@ -3,6 +3,7 @@
 use crate::error::{Error, Result};
 use crate::method::decide::refuse;
 use crate::method::projections::State;
+use crate::method::projections::{Claim, SignOff};
 use crate::schema::events::{Event, ManifestFrozen, ManifestSignedOff, SignOffRole};
 use crate::schema::rule::Rule;
 
@@ -23,7 +24,11 @@ pub fn freeze(state: &State, frozen: ManifestFrozen) -> Result<Vec<Event>> {
         ));
     }
     for (key, field) in frozen.manifest.public.run_scoped_claims() {
-        if let Some((lineage, first)) = state.claims.get(&key) {
+        if let Some(Claim {
+            lineage,
+            field: first,
+        }) = state.claims.get(&key)
+        {
             return Err(refuse(Rule::Freeze4, format!(
                 "{field} ({key}) was already used by lineage {lineage:?} ({first}); every run-scoped path, port, database, tag and job name must be new"
             )));
@@ -48,7 +53,7 @@ pub fn sign_off(
             "--name must be 1 to {SIGN_OFF_NAME_BYTES_MAX} printable bytes"
         )));
     }
-    if let Some((who, seq)) = l.sign_offs.get(&role) {
+    if let Some(SignOff { name: who, seq }) = l.sign_offs.get(&role) {
         return Err(refuse(
             Rule::Freeze7,
             format!(
@@ -61,7 +66,7 @@ pub fn sign_off(
         SignOffRole::Operator => SignOffRole::Reviewer,
         SignOffRole::Reviewer => SignOffRole::Operator,
     };
-    if l.sign_offs.get(&other).is_some_and(|(who, _)| who == name) {
+    if l.sign_offs.get(&other).is_some_and(|s| s.name == name) {
         return Err(refuse(Rule::Freeze7, format!("operator and reviewer must be two distinct names; {name:?} already signed off as {other:?}")));
     }
     Ok(vec![Event::ManifestSignedOff(ManifestSignedOff {

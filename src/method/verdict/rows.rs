@@ -9,6 +9,7 @@ use crate::method::verdict::cleanup::Cleanup;
 use crate::method::verdict::joins::Joins;
 use crate::method::verdict::settlement::{lineage_spend, Settlement};
 use crate::method::verdict::{name_some, names_model, tier_name};
+use crate::schema::events::GroupRef;
 use crate::schema::events::{CaseRef, GateRow};
 use crate::schema::manifest::{is_non_evaluation, ManifestFile, Tier};
 use crate::schema::money::Dec;
@@ -130,7 +131,10 @@ fn manifest(ctx: &RowContext<'_>) -> GateRow {
 /// secrets: no credential anywhere in the group's evidence (the fold's
 /// findings; a replay that did not scan does not hold).
 fn secrets(ctx: &RowContext<'_>) -> GateRow {
-    let key = (ctx.lineage.frozen.lineage.clone(), ctx.group.to_string());
+    let key = GroupRef {
+        lineage: ctx.lineage.frozen.lineage.clone(),
+        group: ctx.group.to_string(),
+    };
     let found = ctx
         .state
         .secret_findings
@@ -140,7 +144,7 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
     let text = if !found.is_empty() {
         let named: Vec<String> = found
             .iter()
-            .map(|(seq, path, shape)| format!("seq {seq} {path} ({shape})"))
+            .map(|f| format!("seq {} {} ({})", f.seq, f.field, f.shape))
             .collect();
         name_some(&named)
     } else if ctx.state.scan_secrets {

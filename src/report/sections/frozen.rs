@@ -2,6 +2,7 @@
 //! prices), pinned software, topology, limits, hashes and sign-offs.
 
 use super::Ctx;
+use crate::method::projections::SignOff;
 use crate::report::model::{ControlResolution, Fact, Frozen, PriceLine, RouteLine, SignOffLine};
 use crate::report::numbers::usd;
 use crate::schema::manifest::ManifestFile;
@@ -32,7 +33,7 @@ pub(super) fn frozen(ctx: &Ctx<'_>, hashes: Vec<Fact>) -> Frozen {
             .lineage
             .sign_offs
             .iter()
-            .map(|(role, (name, seq))| SignOffLine {
+            .map(|(role, SignOff { name, seq })| SignOffLine {
                 role: role.as_str().into(),
                 name: name.clone(),
                 seq: *seq,
