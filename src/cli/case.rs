@@ -2,6 +2,7 @@
 //! TrialConfig, its launch through every gate, and the evidence that ends it
 //! without a result.
 
+use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -159,7 +160,7 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
             let l = state.lineage(lineage.as_deref())?;
             let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
             let Some(out) = &a.out else {
-                std::io::stdout().write_all(&r.bytes)?;
+                crate::cli::out::Out.write_all(&r.bytes)?;
                 return Ok(ExitCode::SUCCESS);
             };
             std::fs::write(out, &r.bytes)
@@ -180,17 +181,18 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
                 idempotency_key: None,
             };
             let done = ledger.append(&[draft], now_utc_ns())?;
+            announce(&done);
             if a.json {
                 print_json(
                     &json!({ "path": out.display().to_string(), "blake3": r.blake3, "seq": done[0].seq }),
                 )?;
             } else {
-                println!(
+                outln!(
                     "wrote {} (blake3 {}) recorded at seq {}",
                     out.display(),
                     r.blake3,
                     done[0].seq
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -248,7 +250,9 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             idempotency_key: Some(key.clone()),
         })
         .collect();
-    let started = ledger.append(&drafts, now)?[0];
+    let started = ledger.append(&drafts, now)?;
+    announce(&started);
+    let started = started[0];
     // `started` is durable. Release the lock while the command runs, so other
     // cases can start; a crash from here on leaves the case `started`.
     drop(ledger);
@@ -258,7 +262,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         if a.json {
             print_json(&out)?;
         } else {
-            println!("case {} started at seq {}", case.label(), started.seq);
+            outln!("case {} started at seq {}", case.label(), started.seq)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -291,7 +295,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
     if a.json {
         print_json(&out)?;
     } else {
-        println!(
+        outln!(
             "case {} started at seq {}; command exited {} after {} ms (recorded at seq {})",
             case.label(),
             started.seq,
@@ -301,7 +305,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             ),
             exited.duration_ms,
             done.seq
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! observations (GATE-3, GATE-4, GATE-7, residue), each recorded pass or
 //! fail. The ledger lock is not held while the network is used.
 
+use crate::cli::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -167,12 +168,14 @@ fn record_check(
         } else {
             "does not hold"
         };
-        println!(
+        outln!(
             "{:?} check of {} {word}; recorded at seq {}",
-            obs.check, obs.target, done[0].seq
-        );
+            obs.check,
+            obs.target,
+            done[0].seq
+        )?;
         for (k, v) in &obs.details {
-            println!("  {k:<18} {v}");
+            outln!("  {k:<18} {v}")?;
         }
     }
     Ok(exit(status))

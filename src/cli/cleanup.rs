@@ -94,6 +94,7 @@ pub use with_aws::run_cleanup;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::cli::aws::*;
@@ -152,7 +153,7 @@ mod with_aws {
             .iter()
             .filter(|r| !rules::is_excluded(r, central))
             .count();
-        println!(
+        outln!(
             "cleanup audit of {}/{} in {} as {}: {} found, {} residue: {}; recorded at seq {}",
             a.group.lineage,
             a.group.group,
@@ -166,20 +167,23 @@ mod with_aws {
                 "NOT zero"
             },
             seq
-        );
+        )?;
         for r in &a.found {
             let ex = if rules::is_excluded(r, central) {
                 " (excluded: central host)"
             } else {
                 ""
             };
-            println!(
+            outln!(
                 "  {} {} {} found by {}{ex}",
-                r.resource, r.id, r.state, r.found_by
-            );
+                r.resource,
+                r.id,
+                r.state,
+                r.found_by
+            )?;
         }
         if let Some(e) = &a.error {
-            println!("  error: {e}");
+            outln!("  error: {e}")?;
         }
         Ok(())
     }
@@ -288,12 +292,12 @@ mod with_aws {
                 "seqs": seqs,
             }))?;
         } else {
-            println!(
+            outln!(
                 "{} samples of {}/{}: peak {peak}, last {last}",
                 seqs.len(),
                 g.lineage,
                 g.group
-            );
+            )?;
         }
         Ok(if a.until_zero && !reached_zero {
             ExitCode::from(ExitClass::CheckFailed.code())
@@ -336,15 +340,18 @@ mod with_aws {
         if as_json {
             return print_json(&json!({ "audit_seq": audit_seq, "plan": plan }));
         }
-        println!(
+        outln!(
             "plan from audit seq {audit_seq}: {} resource(s)",
             plan.len()
-        );
+        )?;
         for r in plan {
-            println!(
+            outln!(
                 "  {} {} {} found by {}",
-                r.resource, r.id, r.state, r.found_by
-            );
+                r.resource,
+                r.id,
+                r.state,
+                r.found_by
+            )?;
         }
         Ok(())
     }
@@ -414,10 +421,10 @@ mod with_aws {
                 "after": after,
             }))?;
         } else {
-            println!(
+            outln!(
                 "{} call(s) made from audit seq {audit_seq}; audit again:",
                 calls.len()
-            );
+            )?;
             print_audit(seq, &after, false)?;
         }
         Ok(audit_exit(&after))

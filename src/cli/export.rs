@@ -1,6 +1,7 @@
 //! `export --jsonl | --redacted DIR | --parquet DIR`: the canonical export
 //! and the publication bundle.
 
+use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -272,7 +273,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     files.extend(meta);
     write_bundle(dir, &files)?;
     for f in &files {
-        println!("{}", dir.join(&f.path).display());
+        outln!("{}", dir.join(&f.path).display())?;
     }
     eprintln!(
         "wrote {} files into {} (ledger head seq {}); the secret scan is clean",
@@ -304,7 +305,7 @@ pub fn run_export_parquet(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Resu
         ];
         write_bundle(dir, &files)?;
         for f in &files {
-            println!("{}", dir.join(&f.path).display());
+            outln!("{}", dir.join(&f.path).display())?;
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -556,10 +557,9 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
             std::fs::rename(&tmp, path).with_context(|| format!("rename to {}", path.display()))?;
             head
         }
-        None => crate::log::export::export_jsonl(
-            &ledger,
-            &mut BufWriter::new(std::io::stdout().lock()),
-        )?,
+        None => {
+            crate::log::export::export_jsonl(&ledger, &mut BufWriter::new(crate::cli::out::Out))?
+        }
     };
     tracing::info!(
         "exported records 0..={} (head {})",

@@ -1,5 +1,6 @@
 //! `gate GROUP`: the verdict table of a group as the log gives it now.
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -24,25 +25,35 @@ pub struct GateArgs {
 }
 
 /// Prints a verdict as a table.
-pub(crate) fn print_verdict(v: &Verdict) {
-    println!(
+pub(crate) fn print_verdict(v: &Verdict) -> std::io::Result<()> {
+    outln!(
         "{}/{}: {}  (passed {}/{}, projection v{})",
-        v.group.lineage, v.group.group, v.status, v.passed, v.total, v.projection_version
-    );
+        v.group.lineage,
+        v.group.group,
+        v.status,
+        v.passed,
+        v.total,
+        v.projection_version
+    )?;
     for r in &v.rows {
-        println!(
+        outln!(
             "  {:<13} {:<6} {}",
             r.gate,
             if r.holds { "holds" } else { "FAILS" },
             r.evidence
-        );
+        )?;
     }
     for s in &v.skipped_security_policy {
-        println!(
+        outln!(
             "  skipped_security_policy {}/{} ({:?}; evidence {}, {})",
-            s.case.task, s.case.trial, s.class, s.evidence_blake3[0], s.evidence_blake3[1]
-        );
+            s.case.task,
+            s.case.trial,
+            s.class,
+            s.evidence_blake3[0],
+            s.evidence_blake3[1]
+        )?;
     }
+    Ok(())
 }
 
 /// `gate GROUP`: the verdict table as the log gives it now. Exit 0 when the
@@ -76,13 +87,13 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
         doc["sealed"] = sealed.unwrap_or(serde_json::Value::Null);
         print_json(&doc)?;
     } else {
-        print_verdict(&v);
+        print_verdict(&v)?;
         if let Some(s) = sealed {
-            println!(
+            outln!(
                 "  sealed: {} at seq {}",
                 s["status"].as_str().unwrap_or(""),
                 s["seq"]
-            );
+            )?;
         }
     }
     Ok(if v.status == verdict::VerdictStatus::Accepted {

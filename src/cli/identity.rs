@@ -48,6 +48,7 @@ pub use with_aws::run_identity;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::error::ExitClass;
@@ -100,7 +101,7 @@ mod with_aws {
             }
             _ => None,
         };
-        batch.commit()?;
+        announce(&batch.commit()?);
         drop(ledger);
         if a.json {
             print_json(&json!({
@@ -117,7 +118,7 @@ mod with_aws {
             }))?;
         } else {
             match &outcome {
-                Ok(v) => println!(
+                Ok(v) => outln!(
                     "identity {} as {} in account {} (selector {}); recorded at seq {}",
                     if v.status == Status::Pass {
                         "proven"
@@ -128,17 +129,17 @@ mod with_aws {
                     v.account.redacted,
                     obs.selector,
                     checked.seq
-                ),
-                Err(e) => println!("identity not proven: {e}; recorded at seq {}", checked.seq),
+                )?,
+                Err(e) => outln!("identity not proven: {e}; recorded at seq {}", checked.seq)?,
             }
             if !obs.ambient_variables_ignored.is_empty() {
-                println!(
+                outln!(
                     "  ignored ambient variables: {}",
                     obs.ambient_variables_ignored.join(", ")
-                );
+                )?;
             }
             if let Some(s) = stop {
-                println!("  lineage stopped (GATE-1) at seq {}", s.seq);
+                outln!("  lineage stopped (GATE-1) at seq {}", s.seq)?;
             }
         }
         Ok(match outcome {

@@ -1,5 +1,6 @@
 //! `manifest freeze | sign-off | show`.
 
+use crate::cli::out::{out, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -122,20 +123,20 @@ pub(crate) fn run_manifest(
             if a.json {
                 print_json(&summary)?;
             } else {
-                println!(
+                outln!(
                     "froze lineage {} at seq {}",
                     summary["lineage"].as_str().unwrap_or(""),
                     done[0].seq
-                );
+                )?;
                 for k in [
                     "manifest_blake3",
                     "task_manifest_blake3",
                     "lineage_key",
                     "control_key",
                 ] {
-                    println!("  {k:<21} {}", summary[k].as_str().unwrap_or(""));
+                    outln!("  {k:<21} {}", summary[k].as_str().unwrap_or(""))?;
                 }
-                println!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER");
+                outln!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -151,7 +152,7 @@ pub(crate) fn run_manifest(
             if a.json {
                 print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
             } else {
-                println!("signed off as {role:?} at seq {}", done[0].seq);
+                outln!("signed off as {role:?} at seq {}", done[0].seq)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -179,11 +180,11 @@ pub(crate) fn run_manifest(
             if a.json {
                 print_json(&value)?;
             } else {
-                print!(
+                out!(
                     "{}",
                     toml::to_string(&without_nulls(value))
                         .map_err(|e| Error::io("render toml", e))?
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }

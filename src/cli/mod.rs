@@ -19,6 +19,7 @@ mod ingest;
 mod lineage;
 mod log;
 mod manifest;
+mod out;
 mod quota;
 mod replay;
 mod report;

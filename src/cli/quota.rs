@@ -47,6 +47,7 @@ pub use with_aws::run_quota;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::error::ExitClass;
@@ -78,7 +79,7 @@ mod with_aws {
             v["central_live"] = json!(outcome.as_ref().ok().map(|n| n.central_live));
             print_json(&v)?;
         } else {
-            println!(
+            outln!(
                 "quota {} {}: quota {} - used {} = available {} vs required {} vCPU: {}; recorded at seq {}",
                 obs.quota_code,
                 obs.region,
@@ -88,7 +89,7 @@ mod with_aws {
                 obs.required_vcpu,
                 if obs.status == Status::Pass { "holds" } else { "does not hold" },
                 done[0].seq
-            );
+            )?;
         }
         Ok(match &outcome {
             Ok(_) => exit(obs.status),

@@ -1,5 +1,6 @@
 //! `replay [--at SEQ]`: every projection as of any seq.
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -40,20 +41,24 @@ pub fn run_replay(cli: &Cli, a: &ReplayArgs, wait: Duration) -> anyhow::Result<E
         print_json(&doc)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("replayed seqs 0..={at}");
+    outln!("replayed seqs 0..={at}")?;
     for l in state.lineages.values() {
-        print_lineage(&verdict::lineage_view(&state, l));
+        print_lineage(&verdict::lineage_view(&state, l))?;
         for g in l.frozen.manifest.public.group_names() {
             if l.groups.contains_key(g) {
-                print_verdict(&verdict::group_verdict(&state, l, g));
+                print_verdict(&verdict::group_verdict(&state, l, g))?;
             }
         }
     }
     for e in verdict::control_catalog(&state) {
-        println!(
+        outln!(
             "control catalog: {}/{} key {} (seq {}) reused by {:?}",
-            e.group.lineage, e.group.group, e.control_key, e.seq, e.reused_by
-        );
+            e.group.lineage,
+            e.group.group,
+            e.control_key,
+            e.seq,
+            e.reused_by
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

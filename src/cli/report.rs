@@ -3,6 +3,7 @@
 //! `export --parquet DIR`. Gathers the verified ledger, its head and the
 //! output paths; every number comes from `crate::report`.
 
+use crate::cli::out::{out, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -148,7 +149,7 @@ fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode>
     let r = report::build(&state, a.lineage.as_deref(), head)?;
     match &a.out {
         None => match a.format {
-            Format::Md => print!("{}", report::render_markdown(&r)),
+            Format::Md => out!("{}", report::render_markdown(&r))?,
             Format::Json => print_json(&serde_json::to_value(&r)?)?,
         },
         Some(dir) => {
@@ -156,7 +157,7 @@ fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode>
                 .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
             for (name, bytes) in report_files(&r)? {
                 write_file(&dir.join(name), &bytes)?;
-                println!("{}", dir.join(name).display());
+                outln!("{}", dir.join(name).display())?;
             }
             eprintln!(
                 "report of {} at head seq {}: {}",
@@ -179,7 +180,7 @@ fn run_registry(cli: &Cli, a: &RegistryArgs, wait: Duration) -> anyhow::Result<E
     if a.json {
         print_json(&serde_json::to_value(&r)?)?;
     } else {
-        print!("{}", report::render_registry_yaml(&r));
+        out!("{}", report::render_registry_yaml(&r))?;
     }
     Ok(ExitCode::SUCCESS)
 }
