@@ -13,11 +13,12 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
-use crate::log::ledger::{Draft, Ledger};
+use crate::log::ledger::{Appended, Draft, Ledger};
 use crate::method::decide::CaseStart;
 use crate::method::projections::LineageState;
 use crate::schema::events::{ArtifactRecorded, CaseProcessExited, InvalidReason, RefusalClass};
-use crate::schema::events::{Event, GroupRef};
+use crate::schema::events::{CaseRef, Event, GroupRef};
+use crate::schema::manifest::ManifestFile;
 use crate::schema::time::now_utc_ns;
 use std::io::Write;
 use std::process::{Command as Process, Stdio};
@@ -202,6 +203,50 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
     }
 }
 
+/// Where a launched command's output goes by default: the group's frozen
+/// output directory, one file per trial.
+fn default_log_path(m: &ManifestFile, group: &str, trial_name: &str) -> PathBuf {
+    let out = m
+        .groups
+        .iter()
+        .find(|g| g.name == group)
+        .map(|g| g.out_dir.clone())
+        .unwrap_or_default();
+    PathBuf::from(out).join(format!("{trial_name}.log"))
+}
+
+/// Appends the launched command's end (CASE-8: never a terminal state on
+/// its own).
+fn record_exit(
+    cli: &Cli,
+    wait: Duration,
+    group: GroupRef,
+    case: &CaseRef,
+    exited: &Exited,
+    log_path: &Path,
+) -> anyhow::Result<Appended> {
+    let event = Event::CaseProcessExited(CaseProcessExited {
+        group,
+        case: case.clone(),
+        exit_code: exited.exit_code,
+        signal: exited.signal,
+        duration_ms: exited.duration_ms,
+        log_path: log_path.display().to_string(),
+        log_blake3: exited.log_blake3.clone(),
+    });
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let done = ledger.append(
+        &[Draft {
+            actor: cli.actor.clone(),
+            event,
+            idempotency_key: None,
+        }],
+        now_utc_ns(),
+    )?;
+    announce(&done);
+    Ok(done[0])
+}
+
 fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (lineage, group) = parse_group(&a.group);
     let case = parse_case(&a.case)?;
@@ -219,15 +264,10 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             .unwrap_or_default(),
     };
     let trial_name = crate::schema::names::trial_name(&case.task, &group, &case);
-    let log_path = a.log.clone().unwrap_or_else(|| {
-        let out = m
-            .groups
-            .iter()
-            .find(|g| g.name == group)
-            .map(|g| g.out_dir.clone())
-            .unwrap_or_default();
-        PathBuf::from(out).join(format!("{trial_name}.log"))
-    });
+    let log_path = a
+        .log
+        .clone()
+        .unwrap_or_else(|| default_log_path(m, &group, &trial_name));
     let lineage_label = l.frozen.lineage.clone();
     let env = child_env(l);
     let now = now_utc_ns();
@@ -267,27 +307,11 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let exited = run_command(&a.command, &env, &log_path)?;
-    let event = Event::CaseProcessExited(CaseProcessExited {
-        group: GroupRef {
-            lineage: lineage_label,
-            group,
-        },
-        case: case.clone(),
-        exit_code: exited.exit_code,
-        signal: exited.signal,
-        duration_ms: exited.duration_ms,
-        log_path: log_path.display().to_string(),
-        log_blake3: exited.log_blake3,
-    });
-    let ledger = Ledger::open(&cli.ledger, wait)?;
-    let done = ledger.append(
-        &[Draft {
-            actor: cli.actor.clone(),
-            event,
-            idempotency_key: None,
-        }],
-        now_utc_ns(),
-    )?[0];
+    let group_ref = GroupRef {
+        lineage: lineage_label,
+        group,
+    };
+    let done = record_exit(cli, wait, group_ref, &case, &exited, &log_path)?;
     out["exit_code"] = json!(exited.exit_code);
     out["signal"] = json!(exited.signal);
     out["duration_ms"] = json!(exited.duration_ms);
