@@ -569,7 +569,7 @@ fn manifest_refusals_leave_the_head_identical() {
             "line",
         ),
         (
-            MANIFEST.replacen("manifest_version = 1", "manifest_version = 7", 1),
+            MANIFEST.replacen("manifest_version = 2", "manifest_version = 7", 1),
             "version",
             2,
             "field manifest_version",
@@ -1724,7 +1724,7 @@ mod verdicts {
         // Gates (GATE-1..3, GATE-7).
         append(
             &h,
-            benchledger::testkit::scenario::aws_observations(&frozen, "canary-1"),
+            benchledger::testkit::scenario::aws_observations(&frozen.v1_view(), "canary-1"),
         );
         let (url, _srv) = super::checks::server(200, "{\"ok\":true}");
         h.ok(&[

@@ -172,11 +172,15 @@ pub(crate) fn run_manifest(
                     checked.join(", ")
                 );
             }
-            let value = if a.redacted {
+            let mut value = if a.redacted {
                 l.frozen.manifest.redacted_json()
             } else {
                 serde_json::to_value(&l.frozen)?
             };
+            // A v2 lineage's plan is public (commands, keys): shown in both.
+            if let (Some(plan), Some(map)) = (&l.plan, value.as_object_mut()) {
+                map.insert("plan".into(), serde_json::to_value(plan)?);
+            }
             if a.json {
                 print_json(&value)?;
             } else {

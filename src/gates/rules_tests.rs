@@ -18,7 +18,7 @@ pub(crate) fn key() -> [u8; 32] {
 pub(crate) fn frozen(
     public: &[(&str, &str)],
     private: &[(&str, &str)],
-) -> crate::schema::events::ManifestFrozen {
+) -> crate::schema::events::ManifestFrozenV2 {
     let mut p = EXAMPLE.to_string();
     for (a, b) in public {
         assert!(p.contains(a), "example lacks {a:?}");
@@ -32,7 +32,7 @@ pub(crate) fn frozen(
     crate::method::freeze::freeze(&p, "manifest.toml", &q, "manifest.private.toml").unwrap()
 }
 
-pub(crate) fn moto_principal() -> crate::schema::events::ManifestFrozen {
+pub(crate) fn moto_principal() -> crate::schema::events::ManifestFrozenV2 {
     frozen(
         &[],
         &[(

@@ -13,6 +13,7 @@ use crate::schema::events::{
     LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
     SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
 };
+use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
@@ -333,8 +334,10 @@ pub struct Gates {
 pub struct LineageState {
     /// Seq of the `manifest_frozen` event.
     pub frozen_seq: u64,
-    /// The frozen manifest and its keys.
+    /// The frozen manifest and its keys (the v1 fields of either version).
     pub frozen: ManifestFrozen,
+    /// The plan of a v2 lineage (`None` for a lineage frozen as v1).
+    pub plan: Option<Plan>,
     /// Sign-offs by role: (name, seq).
     pub sign_offs: BTreeMap<SignOffRole, SignOff>,
     /// Groups with anything recorded, by name.
@@ -527,30 +530,36 @@ impl State {
         }
     }
 
+    /// A lineage frozen at `seq`: its run-scoped claims (FREEZE-4) and its
+    /// state.
+    fn frozen(&mut self, seq: u64, frozen: ManifestFrozen, plan: Option<Plan>) {
+        for (key, field) in frozen.manifest.public.run_scoped_claims() {
+            self.claims.entry(key).or_insert_with(|| Claim {
+                lineage: frozen.lineage.clone(),
+                field,
+            });
+        }
+        self.lineages.insert(
+            frozen.lineage.clone(),
+            LineageState {
+                frozen_seq: seq,
+                frozen,
+                plan,
+                sign_offs: BTreeMap::new(),
+                groups: BTreeMap::new(),
+                gates: Gates::default(),
+                stopped: None,
+                control_reused: None,
+            },
+        );
+    }
+
     /// Lineage-level events: the frozen manifest, sign-offs, gate observations, stops and the control catalog. Returns whether `event` was one of them.
     fn apply_lineage_event(&mut self, at: At, event: &Event) -> bool {
         let seq = at.seq;
         match event {
-            Event::ManifestFrozen(f) => {
-                for (key, field) in f.manifest.public.run_scoped_claims() {
-                    self.claims.entry(key).or_insert_with(|| Claim {
-                        lineage: f.lineage.clone(),
-                        field,
-                    });
-                }
-                self.lineages.insert(
-                    f.lineage.clone(),
-                    LineageState {
-                        frozen_seq: seq,
-                        frozen: f.clone(),
-                        sign_offs: BTreeMap::new(),
-                        groups: BTreeMap::new(),
-                        gates: Gates::default(),
-                        stopped: None,
-                        control_reused: None,
-                    },
-                );
-            }
+            Event::ManifestFrozen(f) => self.frozen(seq, f.clone(), None),
+            Event::ManifestFrozenV2(f) => self.frozen(seq, f.v1_view(), Some(f.plan.clone())),
             Event::ManifestSignedOff(s) => {
                 if let Some(l) = self.lineages.get_mut(&s.lineage) {
                     l.sign_offs.entry(s.role).or_insert_with(|| SignOff {

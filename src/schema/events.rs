@@ -188,6 +188,9 @@ vocabulary! {
     /// evidence other than a result file (CASE-3, CASE-8): e.g. the
     /// controller crashed and Harbor left a trial directory without a result.
     CaseInvalidated(CaseInvalidated) = "case_invalidated.v1",
+    /// A lineage's manifest with its plan, validated and frozen (FREEZE-1..8,
+    /// BIND-1..3, BIND-7, TRUST-3): the form every new lineage is frozen in.
+    ManifestFrozenV2(ManifestFrozenV2) = "manifest_frozen.v2",
 }
 
 // ---------------------------------------------------------------------------
@@ -287,6 +290,45 @@ pub struct ManifestFrozen {
     pub control_key: String,
     /// The manifest itself.
     pub manifest: Manifest,
+}
+
+/// `manifest_frozen.v2`: a lineage's manifest with its plan (evidence
+/// binding, launch, evidence gathering, allowed signers). Its
+/// `manifest_blake3` covers the manifest and the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestFrozenV2 {
+    /// The lineage label.
+    pub lineage: String,
+    /// BLAKE3 of the canonical encoding of `(manifest, plan)`, hex.
+    pub manifest_blake3: String,
+    /// BLAKE3 of the operator's public TOML file as read, hex.
+    pub source_file_blake3: String,
+    /// BLAKE3 over the ordered task list with content hashes and the trial
+    /// identities, hex (FREEZE-1, CLASS-3).
+    pub task_manifest_blake3: String,
+    /// The lineage key (FREEZE-5), hex.
+    pub lineage_key: String,
+    /// The control key (FREEZE-6), hex.
+    pub control_key: String,
+    /// The manifest itself.
+    pub manifest: Manifest,
+    /// What v2 adds (`schema::plan`).
+    pub plan: crate::schema::plan::Plan,
+}
+
+impl ManifestFrozenV2 {
+    /// The v1 fields (what every projection of a lineage reads).
+    pub fn v1_view(&self) -> ManifestFrozen {
+        ManifestFrozen {
+            lineage: self.lineage.clone(),
+            manifest_blake3: self.manifest_blake3.clone(),
+            source_file_blake3: self.source_file_blake3.clone(),
+            task_manifest_blake3: self.task_manifest_blake3.clone(),
+            lineage_key: self.lineage_key.clone(),
+            control_key: self.control_key.clone(),
+            manifest: self.manifest.clone(),
+        }
+    }
 }
 
 crate::schema::named::named_enum! {

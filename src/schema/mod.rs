@@ -8,6 +8,7 @@ pub mod manifest;
 pub mod money;
 pub mod named;
 pub mod names;
+pub mod plan;
 pub mod rule;
 pub mod secrets;
 pub mod strings;

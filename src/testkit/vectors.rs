@@ -83,7 +83,9 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             }),
             Some("note-1".into()),
         ),
-        (Event::ManifestFrozen(frozen.clone()), None),
+        // A `manifest_frozen.v1` payload as ledgers recorded before v2 hold
+        // it (the lineage's v1 fields; decoding still accepts it).
+        (Event::ManifestFrozen(frozen.v1_view()), None),
         (
             Event::ManifestSignedOff(ManifestSignedOff {
                 lineage: lineage.clone(),
@@ -447,6 +449,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             }),
             Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
         ),
+        (Event::ManifestFrozenV2(frozen.clone()), None),
     ]
 }
 

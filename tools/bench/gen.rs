@@ -748,7 +748,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
             "manifest.private.toml",
         )
         .unwrap_or_else(|e| panic!("generated manifest {label} does not freeze: {e}"));
-        w.push(Event::ManifestFrozen(frozen.clone()), None);
+        w.push(Event::ManifestFrozenV2(frozen.clone()), None);
         w.commit();
         for (role, name) in [
             (SignOffRole::Operator, "alice"),
@@ -814,7 +814,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
                     cases: rest,
                 });
             }
-            run_cases(&mut w, &frozen, group, &cases, &mut counter);
+            run_cases(&mut w, &frozen.v1_view(), group, &cases, &mut counter);
             if last && is_last_group {
                 break;
             }

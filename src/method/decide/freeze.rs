@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::method::decide::refuse;
 use crate::method::projections::State;
 use crate::method::projections::{Claim, SignOff};
-use crate::schema::events::{Event, ManifestFrozen, ManifestSignedOff, SignOffRole};
+use crate::schema::events::{Event, ManifestFrozenV2, ManifestSignedOff, SignOffRole};
 use crate::schema::rule::Rule;
 
 /// Longest sign-off name, in bytes.
@@ -13,7 +13,7 @@ pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
 /// `manifest freeze`: appends the frozen manifest unless its lineage label
 /// was frozen before (FREEZE-3) or it reuses any run-scoped path, port,
 /// database, tag or job name of an earlier lineage (FREEZE-4).
-pub fn freeze(state: &State, frozen: ManifestFrozen) -> Result<Vec<Event>> {
+pub fn freeze(state: &State, frozen: ManifestFrozenV2) -> Result<Vec<Event>> {
     if let Some(l) = state.lineages.get(&frozen.lineage) {
         return Err(refuse(
             Rule::Freeze3,
@@ -34,7 +34,7 @@ pub fn freeze(state: &State, frozen: ManifestFrozen) -> Result<Vec<Event>> {
             )));
         }
     }
-    Ok(vec![Event::ManifestFrozen(frozen)])
+    Ok(vec![Event::ManifestFrozenV2(frozen)])
 }
 
 /// `manifest sign-off`: records an operator or reviewer sign-off, once per

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::method::projections::{At, CaseStatus, State};
-use crate::schema::events::{Event, ManifestFrozen, SignOffRole};
+use crate::schema::events::{Event, ManifestFrozenV2, SignOffRole};
 use crate::schema::verdict::VerdictStatus;
 use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
@@ -21,11 +21,11 @@ fn given(events: &[Event]) -> State {
 }
 
 fn frozen_event() -> Event {
-    Event::ManifestFrozen(example())
+    Event::ManifestFrozenV2(example())
 }
 
 /// A second, fully separate lineage (new label, tag, paths, ports, job names).
-fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozen {
+fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozenV2 {
     let public = EXAMPLE
         .replace("short13-kimi-2026-11", "short13-kimi-2026-12")
         .replace("= [187", "= [197")
@@ -168,7 +168,10 @@ fn sign_off_needs_a_frozen_lineage_and_a_name() {
 
 #[test]
 fn with_two_lineages_a_label_is_required() {
-    let s = given(&[frozen_event(), Event::ManifestFrozen(other_lineage("", ""))]);
+    let s = given(&[
+        frozen_event(),
+        Event::ManifestFrozenV2(other_lineage("", "")),
+    ]);
     assert!(matches!(
         sign_off(&s, None, SignOffRole::Operator, "a"),
         Err(Error::Input(_))
@@ -802,7 +805,7 @@ mod lifecycle {
             "p",
         )
         .unwrap();
-        let mut d = vec![Event::ManifestFrozen(disabled)];
+        let mut d = vec![Event::ManifestFrozenV2(disabled)];
         d.extend(e.into_iter().skip(1));
         assert_eq!(rule(start(&d, "control", c1)), "CASE-6");
     }

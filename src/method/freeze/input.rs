@@ -59,6 +59,18 @@ pub struct ManifestToml {
     pub limits: LimitsToml,
     /// Everything FREEZE-8 adds.
     pub method: MethodToml,
+    /// v2: evidence binding (BIND-1, BIND-2, BIND-7).
+    #[serde(default)]
+    pub binding: Option<super::plan::BindingToml>,
+    /// v2: how `run` launches a case.
+    #[serde(default)]
+    pub launch: Option<super::plan::LaunchToml>,
+    /// v2: how `run` gathers BitRouter's evidence.
+    #[serde(default)]
+    pub evidence: Option<super::plan::EvidenceToml>,
+    /// v2: the allowed signers (TRUST-3).
+    #[serde(default)]
+    pub signers: Option<super::plan::SignersToml>,
 }
 
 /// Benchmark identity (FREEZE-1).
@@ -406,8 +418,9 @@ pub struct PrivateAwsToml {
 // Input -> stored form: one field at a time, nothing dropped or invented
 // ---------------------------------------------------------------------------
 
-impl From<ManifestToml> for ManifestFile {
-    fn from(input: ManifestToml) -> Self {
+impl ManifestToml {
+    /// The stored manifest and the v2 sections, every field named.
+    pub fn split(self) -> (ManifestFile, super::plan::PlanToml) {
         let ManifestToml {
             manifest_version,
             lineage,
@@ -425,8 +438,12 @@ impl From<ManifestToml> for ManifestFile {
             prices,
             limits,
             method,
-        } = input;
-        ManifestFile {
+            binding,
+            launch,
+            evidence,
+            signers,
+        } = self;
+        let file = ManifestFile {
             manifest_version,
             lineage,
             benchmark: Benchmark::from(benchmark),
@@ -443,7 +460,14 @@ impl From<ManifestToml> for ManifestFile {
             prices: prices.into_iter().map(PriceRecord::from).collect(),
             limits: Limits::from(limits),
             method: Method::from(method),
-        }
+        };
+        let plan = super::plan::PlanToml {
+            binding,
+            launch,
+            evidence,
+            signers,
+        };
+        (file, plan)
     }
 }
 

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::schema::events::ManifestFrozen;
+use crate::schema::events::ManifestFrozenV2;
 use crate::schema::manifest::{
     commit, redact_account, redact_arn, redact_location, Committed, Harbor, Manifest, ManifestFile,
     PrivateCommitments, Tier,
@@ -29,13 +29,14 @@ use crate::schema::manifest::{
 use crate::schema::rule::Rule;
 
 mod input;
+pub mod plan;
 mod validate;
 
 pub use input::*;
 use validate::{refused, validate, validate_private};
 
 /// The manifest format version this build reads.
-pub const MANIFEST_VERSION: u16 = 1;
+pub const MANIFEST_VERSION: u16 = 2;
 /// Largest manifest file (public or private), in bytes.
 pub const MANIFEST_FILE_BYTES_MAX: usize = 1024 * 1024;
 /// Most tasks one lineage may declare.
@@ -47,9 +48,10 @@ pub const GROUPS_MAX: usize = 16;
 /// Longest label (lineage, group, task, trial, tag value), in bytes.
 pub const LABEL_BYTES_MAX: usize = 128;
 
-/// A manifest that passed every check, with its derived hashes and keys:
-/// the payload `manifest freeze` appends.
-pub type Frozen = ManifestFrozen;
+/// A manifest that passed every check, with its plan and its derived
+/// hashes and keys: the payload `manifest freeze` appends
+/// (`manifest_frozen.v2`).
+pub type Frozen = ManifestFrozenV2;
 
 /// One manifest file parsed as `T`: bounded, and toml's message on one
 /// line with any credential-shaped text withheld.
@@ -85,8 +87,9 @@ pub fn freeze(
 ) -> Result<Frozen> {
     let public: ManifestToml = parse_toml(public_text, public_source)?;
     let private: PrivateToml = parse_toml(private_text, private_source)?;
-    let public = ManifestFile::from(public);
+    let (public, plan) = public.split();
     validate(&public, public_source)?;
+    let plan = plan::plan(plan, &public, public_source)?;
     let key = validate_private(&public, &private, private_source)?;
     let commitments = commit_private(&key, &public, &private);
     refuse_private_values_in_public(&public, &private, public_source)?;
@@ -94,7 +97,9 @@ pub fn freeze(
         public,
         private: commitments,
     };
-    let encoded = crate::log::codec::encode(&manifest).map_err(|e| Error::input(e.to_string()))?;
+    // The v2 manifest hash covers the manifest and its plan.
+    let encoded =
+        crate::log::codec::encode(&(&manifest, &plan)).map_err(|e| Error::input(e.to_string()))?;
     Ok(Frozen {
         lineage: manifest.public.lineage.clone(),
         manifest_blake3: hex::encode(blake3::hash(&encoded).as_bytes()),
@@ -103,6 +108,7 @@ pub fn freeze(
         lineage_key: lineage_key(&manifest.public),
         control_key: control_key(&manifest.public),
         manifest,
+        plan,
     })
 }
 

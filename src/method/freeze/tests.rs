@@ -66,7 +66,7 @@ fn the_example_freezes_with_stable_keys() {
 #[test]
 fn the_stored_manifest_round_trips_canonically() {
     let f = example();
-    let e = crate::schema::events::Event::ManifestFrozen(f);
+    let e = crate::schema::events::Event::ManifestFrozenV2(f);
     let bytes = crate::log::codec::encode_payload(&e).unwrap();
     assert_eq!(
         crate::log::codec::decode_payload(e.kind(), &bytes).unwrap(),
@@ -310,7 +310,7 @@ fn a_secret_location_must_not_be_a_secret() {
 
 #[test]
 fn format_errors_name_the_file_and_field() {
-    let m = input_msg(edited("manifest_version = 1", "manifest_version = 2"));
+    let m = input_msg(edited("manifest_version = 2", "manifest_version = 3"));
     assert!(m.contains("manifest.toml: field manifest_version"), "{m}");
     let m = input_msg(edited("vcpu = 2", "vcpu = \"two\""));
     assert!(m.contains("manifest.toml") && m.contains("vcpu"), "{m}");
@@ -407,4 +407,148 @@ fn groups_limit_at_and_past_bound() {
     );
     let past = build(GROUPS_MAX - 3);
     assert!(input_msg(freeze(&past, "m", EXAMPLE_PRIVATE, "p")).contains("groups"));
+}
+
+// --- manifest_version 2 -----------------------------------------------------
+
+#[test]
+fn a_v1_manifest_is_refused_with_the_way_to_v2() {
+    let m = input_msg(edited("manifest_version = 2", "manifest_version = 1"));
+    assert!(
+        m.contains("field manifest_version")
+            && m.contains("manifest_version = 2")
+            && m.contains("[binding], [launch], [evidence] and [signers]"),
+        "{m}"
+    );
+}
+
+#[test]
+fn every_v2_section_is_required_and_frozen() {
+    for section in ["[binding.validator]", "[launch]", "[evidence]", "[signers]"] {
+        let cut = EXAMPLE.replacen(section, "[unused_section_renamed]", 1);
+        let r = freeze(
+            &cut,
+            "manifest.toml",
+            EXAMPLE_PRIVATE,
+            "manifest.private.toml",
+        );
+        assert!(matches!(r, Err(Error::Input(_))), "{section}: {r:?}");
+    }
+    let f = example();
+    assert_eq!(f.plan.binding.reward_key, "reward");
+    assert_eq!(f.plan.binding.validator.harbor_version, "0.25.0");
+    assert_eq!(f.plan.launch.command[4], "{config}");
+    assert_eq!(f.plan.signers.operators.len(), 1);
+    // The manifest hash covers the plan: another launch command, another hash.
+    let other = edited("timeout_sec = 7200", "timeout_sec = 7201").unwrap();
+    assert_ne!(other.manifest_blake3, f.manifest_blake3);
+}
+
+#[test]
+fn plan_fields_are_checked_naming_the_field() {
+    for (from, to, field) in [
+        (
+            "reward_max = \"1\"",
+            "reward_max = \"0\"",
+            "binding.reward_max",
+        ),
+        (
+            "reward_min = \"0\"",
+            "reward_min = \"0.0\"",
+            "binding.reward_min",
+        ),
+        (
+            "clock_skew_sec = 300",
+            "clock_skew_sec = 3601",
+            "binding.clock_skew_sec",
+        ),
+        (
+            "program_blake3 = \"02f7",
+            "program_blake3 = \"XYZ7",
+            "binding.validator.program_blake3",
+        ),
+        (
+            "command = [\"harbor\", \"trial\", \"start\", \"-c\", \"{config}\"]",
+            "command = [\"harbor\", \"trial\", \"start\"]",
+            "launch.command",
+        ),
+        (
+            "\"{config}\"]\ntimeout_sec",
+            "\"{nope}\"]\ntimeout_sec",
+            "launch.command[4]",
+        ),
+        (
+            "timeout_sec = 7200",
+            "timeout_sec = 0",
+            "launch.timeout_sec",
+        ),
+        (
+            "receipt_poll_sec = 30",
+            "receipt_poll_sec = 0",
+            "evidence.receipt_poll_sec",
+        ),
+        (
+            "operators = [\"alice+",
+            "operators = [\"alice+00",
+            "signers.operators[0]",
+        ),
+    ] {
+        let m = input_msg(edited(from, to));
+        assert!(m.contains(&format!("field {field}")), "{from} -> {to}: {m}");
+    }
+}
+
+// rule BIND-3: only AgentTimeoutError may be accepted; cancelled, crashed
+// and disconnected trials never become terminal_valid.
+#[test]
+fn accepted_exceptions_outside_the_allowlist_are_refused() {
+    for e in [
+        "CancelledError",
+        "NonZeroAgentExitCodeError",
+        "RuntimeError",
+    ] {
+        let r = edited(
+            "accepted_exceptions = [\"AgentTimeoutError\"]",
+            &format!("accepted_exceptions = [\"AgentTimeoutError\", \"{e}\"]"),
+        );
+        assert_eq!(refused_rule(r), "BIND-3", "{e}");
+    }
+}
+
+// rule BIND-7: the validator validates with the lineage's own Harbor.
+#[test]
+fn a_validator_of_another_harbor_version_is_refused() {
+    let r = edited(
+        "harbor_version = \"0.25.0\"\n\n# How `benchledger run`",
+        "harbor_version = \"0.24.0\"\n\n# How `benchledger run`",
+    );
+    assert_eq!(refused_rule(r), "BIND-7");
+}
+
+// rule TRUST-3: the operator and reviewer sign-offs need two keys.
+#[test]
+fn one_key_in_both_roles_is_refused() {
+    let alice = crate::testkit::examples::signer("alice")
+        .verifier()
+        .encode();
+    let r = edited(
+        "reviewers = [\"bob+66ac496e+Af9+5jMV0yE8gBeMrOZSqUUpDLJ5PhuVKbk+izAeszcM\"]",
+        &format!("reviewers = [\"{alice}\"]"),
+    );
+    assert_eq!(refused_rule(r), "TRUST-3");
+}
+
+#[test]
+fn the_example_signers_are_the_testkit_keys() {
+    let f = example();
+    assert_eq!(
+        f.plan.signers.operators,
+        [crate::testkit::examples::signer("alice")
+            .verifier()
+            .encode()]
+    );
+    assert_eq!(
+        f.plan.signers.reviewers,
+        [crate::testkit::examples::signer("bob").verifier().encode()]
+    );
 }

@@ -15,7 +15,7 @@ use crate::schema::manifest::{
 use crate::schema::rule::Rule;
 
 /// An input error (exit 2) naming the file and field.
-fn input_error(source: &str, field: &str, problem: impl std::fmt::Display) -> Error {
+pub(super) fn input_error(source: &str, field: &str, problem: impl std::fmt::Display) -> Error {
     Error::input(format!("{source}: field {field}: {problem}"))
 }
 
@@ -79,6 +79,13 @@ fn check_nonempty(source: &str, field: &str, v: &str) -> Result<()> {
 /// Every check of the public manifest, in the order its errors are
 /// reported.
 pub(super) fn validate(manifest: &ManifestFile, source: &str) -> Result<()> {
+    if manifest.manifest_version == 1 {
+        return Err(input_error(
+            source,
+            "manifest_version",
+            "1 is the format before evidence binding (BIND) and signed sign-offs (TRUST-3): freeze with manifest_version = 2 and the sections [binding], [launch], [evidence] and [signers] (see ledger-schema/examples/manifest.toml)",
+        ));
+    }
     if manifest.manifest_version != MANIFEST_VERSION {
         return Err(input_error(
             source,
