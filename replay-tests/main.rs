@@ -602,6 +602,8 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
     );
 }
 
+#[path = "real_bitrouter.rs"]
+mod real_bitrouter;
 #[path = "report.rs"]
 mod report;
 #[path = "tidy.rs"]
