@@ -77,7 +77,7 @@ fn report_writes_markdown_json_and_chart_whose_numbers_agree() {
             "{row}"
         );
         assert!(
-            row.contains(&format!("${}", g["cost"]["usd"].as_str().unwrap())),
+            row.contains(&format!("${}", g["cost"]["usd_cents"].as_str().unwrap())),
             "{row}"
         );
         if let Some(d) = g["cost_delta_pct"]["text"].as_str() {

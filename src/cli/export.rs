@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::cli::common::*;
+use crate::cli::progress::{LineCountingWriter, Progress};
 use crate::cli::report::{report_files, verified_state};
 use crate::cli::Cli;
 use crate::error::Error;
@@ -537,20 +538,22 @@ mod parquet_out {
 pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     if let Some(d) = &a.redacted {
-        return run_export_redacted(&cli, d, wait);
+        return run_export_redacted(cli, d, wait);
     }
     if let Some(d) = &a.parquet {
-        return run_export_parquet(&cli, d, wait);
+        return run_export_parquet(cli, d, wait);
     }
     let ledger = Ledger::open(dir, wait)?;
+    let progress = Progress::records("export", ledger.head()?.seq + 1);
     let head = match &a.out {
         Some(path) => {
             let tmp = path.with_extension("partial");
             let file =
                 std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-            let mut w = BufWriter::new(file);
+            let mut w = LineCountingWriter::new(BufWriter::new(file), &progress);
             let head = crate::log::export::export_jsonl(&ledger, &mut w)?;
             w.into_inner()
+                .into_inner()
                 .map_err(|e| e.into_error())
                 .and_then(|f| f.sync_all())
                 .with_context(|| format!("write {}", tmp.display()))?;
@@ -558,9 +561,11 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
             head
         }
         None => {
-            crate::log::export::export_jsonl(&ledger, &mut BufWriter::new(crate::cli::out::Out))?
+            let mut w = LineCountingWriter::new(BufWriter::new(crate::cli::out::Out), &progress);
+            crate::log::export::export_jsonl(&ledger, &mut w)?
         }
     };
+    progress.finish();
     tracing::info!(
         "exported records 0..={} (head {})",
         head.seq,

@@ -20,6 +20,7 @@ mod lineage;
 mod log;
 mod manifest;
 mod out;
+mod progress;
 mod quota;
 mod replay;
 mod report;
