@@ -22,19 +22,19 @@ use crate::report::numbers::{Money, Ratio};
 pub const CACHE_READ_SHARES_PCT: [u32; 6] = [0, 25, 50, 75, 90, 100];
 
 /// The method, as the report states it.
-const METHOD: &str = "each notional amount repriced with the same frozen price table as if the given share of its prompt tokens (uncached input + cache read + cache write) had been cache reads and the rest uncached input, with output and reasoning tokens as observed; exact decimal, rounded once to the micro-USD. At 0% every prompt token is uncached: the imputed zero-cache cost, an upper bound of every share's cost wherever a route's cache-read price is at most its uncached input price. Cache writes are not modelled. A what-if of notional amounts: never cash spent (CLASS-5, SETTLE-6)";
+const METHOD: &str = "each notional amount repriced with the same frozen price table as if the given share of its prompt tokens (uncached input + cache read + cache write) had been cache reads and the rest uncached input, with output and reasoning tokens as observed; each request in exact decimal, rounded half away from zero to the micro-USD as its charge is (SETTLE-2), then summed. At 0% every prompt token is uncached: the imputed zero-cache cost, an upper bound of every share's cost wherever a route's cache-read price is at most its uncached input price. Cache writes are not modelled. A what-if of notional amounts: never cash spent (CLASS-5, SETTLE-6)";
 
-/// The tokens of one route at one set of frozen rates.
-struct RouteTokens {
+/// The tokens of one request at its frozen rates.
+struct RequestTokens {
     route: String,
     rates: Rates,
     prompt: u64,
     completion: u64,
 }
 
-/// A notional amount's requests, repriceable per route.
+/// A notional amount's requests, repriceable one by one.
 struct Repriced {
-    routes: Vec<RouteTokens>,
+    requests: Vec<RequestTokens>,
     /// Routes of requests without frozen rates or buckets.
     unpriced: BTreeSet<String>,
     prompt: u64,
@@ -87,14 +87,14 @@ fn sensitivity_of(ctx: &Ctx<'_>, group: &OpenedGroup<'_, '_>) -> Option<Sensitiv
     Some(row(group, source, &chosen, observed, &repriced))
 }
 
-/// Groups the requests by route and frozen rates.
+/// Each request's tokens and frozen rates.
 fn repriced(group: &OpenedGroup<'_, '_>, requests: &[&RequestSettlement]) -> Repriced {
     let manifest = group
         .eval
         .source_lineage
         .map(|lineage| &lineage.frozen.manifest.public);
     let mut out = Repriced {
-        routes: Vec::new(),
+        requests: Vec::new(),
         unpriced: BTreeSet::new(),
         prompt: 0,
         cache_read: 0,
@@ -121,22 +121,12 @@ fn repriced(group: &OpenedGroup<'_, '_>, requests: &[&RequestSettlement]) -> Rep
             .saturating_add(buckets.reasoning_tokens);
         out.prompt = out.prompt.saturating_add(prompt);
         out.cache_read = out.cache_read.saturating_add(buckets.cache_read_tokens);
-        match out
-            .routes
-            .iter_mut()
-            .find(|tokens| tokens.route == route && tokens.rates == rates)
-        {
-            Some(tokens) => {
-                tokens.prompt = tokens.prompt.saturating_add(prompt);
-                tokens.completion = tokens.completion.saturating_add(completion);
-            }
-            None => out.routes.push(RouteTokens {
-                route,
-                rates,
-                prompt,
-                completion,
-            }),
-        }
+        out.requests.push(RequestTokens {
+            route,
+            rates,
+            prompt,
+            completion,
+        });
     }
     out
 }
@@ -150,8 +140,9 @@ fn cost_at(repriced: &Repriced, share_pct: u32) -> Result<u64, String> {
     let rest =
         Dec::from_parts(i128::from(100 - share_pct.min(100)), 2).map_err(|e| e.to_string())?;
     let overflow = |e: crate::schema::money::MoneyError| format!("the cost does not fit: {e}");
-    let mut total = Dec::ZERO;
-    for tokens in &repriced.routes {
+    let mut sum = 0u64;
+    for tokens in &repriced.requests {
+        let mut total = Dec::ZERO;
         if tokens.prompt > 0 {
             let uncached = tokens
                 .rates
@@ -184,11 +175,15 @@ fn cost_at(repriced: &Repriced, share_pct: u32) -> Result<u64, String> {
                 .map_err(overflow)?;
             total = total.checked_add(completion).map_err(overflow)?;
         }
+        let charge = total
+            .round_half_away_from_zero()
+            .to_u64()
+            .map_err(overflow)?;
+        sum = sum
+            .checked_add(charge)
+            .ok_or_else(|| "the cost does not fit u64 micro-USD".to_string())?;
     }
-    total
-        .round_half_away_from_zero()
-        .to_u64()
-        .map_err(|e| format!("the cost does not fit: {e}"))
+    Ok(sum)
 }
 
 fn row(
@@ -215,8 +210,8 @@ fn row(
             },
         })
         .collect();
-    let above: Vec<&str> = repriced
-        .routes
+    let mut above: Vec<&str> = repriced
+        .requests
         .iter()
         .filter(|tokens| tokens.prompt > 0)
         .filter(|tokens| {
@@ -227,6 +222,8 @@ fn row(
         })
         .map(|tokens| tokens.route.as_str())
         .collect();
+    above.sort_unstable();
+    above.dedup();
     if !above.is_empty() {
         notes.push(format!(
             "not an upper bound: the cache-read price of {} is above its uncached input price",
@@ -265,8 +262,8 @@ mod tests {
         Dec::parse(text).unwrap()
     }
 
-    fn tokens(route: &str, read: Option<&str>, prompt: u64, completion: u64) -> RouteTokens {
-        RouteTokens {
+    fn tokens(route: &str, read: Option<&str>, prompt: u64, completion: u64) -> RequestTokens {
+        RequestTokens {
             route: route.into(),
             rates: Rates {
                 uncached_input: Some(dec("5")),
@@ -287,7 +284,7 @@ mod tests {
     fn the_published_control_at_every_share() {
         // rule SETTLE-2, SETTLE-6
         let repriced = Repriced {
-            routes: vec![tokens("a:strong", Some("0.5"), 59_855_443, 1_047_331)],
+            requests: vec![tokens("a:strong", Some("0.5"), 59_855_443, 1_047_331)],
             unpriced: BTreeSet::new(),
             prompt: 59_855_443,
             cache_read: 0,
@@ -310,7 +307,7 @@ mod tests {
     fn unpriced_cache_reads_are_never_estimated() {
         // rule SETTLE-3
         let mut repriced = Repriced {
-            routes: vec![tokens("a:economy", None, 1_000, 10)],
+            requests: vec![tokens("a:economy", None, 1_000, 10)],
             unpriced: BTreeSet::new(),
             prompt: 1_000,
             cache_read: 0,
