@@ -221,10 +221,33 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
     let r = h.run(&["export", "--parquet", s(&p)]);
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
-        for f in ["requests.parquet", "cases.parquet"] {
-            let b = std::fs::read(p.join(f)).unwrap();
-            assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "{f}");
+        let files: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(files.len(), 3, "{}", r.stdout);
+        for table in ["requests", "cases", "lineage_groups"] {
+            let partition = p.join(table).join("lineage=short13-kimi-2026-11");
+            let file = std::fs::read_dir(&partition)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap();
+            let b = std::fs::read(file.path()).unwrap();
+            assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "{table}");
         }
+        // A second ledger's lineages join the dataset with --append; a
+        // lineage already in it is refused (its rows would count twice).
+        let again = h.run(&["export", "--parquet", s(&p), "--append"]);
+        assert_eq!(again.code, 2, "{}", again.stderr);
+        assert!(
+            again.stderr.contains("already in the dataset"),
+            "{}",
+            again.stderr
+        );
+        let other = imported("replicated-accepted");
+        let added = other.run(&["export", "--parquet", s(&p), "--append"]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        assert!(p.join("cases/lineage=rep13x3-kimi-2026-11").is_dir());
+        let without = other.run(&["export", "--parquet", s(&p)]);
+        assert_eq!(without.code, 2, "a non-empty target needs --append");
     } else {
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("parquet"), "{}", r.stderr);

@@ -75,7 +75,10 @@ pub use numbers::{
 pub use registry::{registry, render_registry_yaml, Omitted, Registry, RegistryMetric};
 pub use sections::CACHE_READ_SHARES_PCT;
 pub use svg::render_svg;
-pub use tables::{tables, to_csv, CaseRow, RequestRow, TableRow, CASE_COLUMNS, REQUEST_COLUMNS};
+pub use tables::{
+    group_table, tables, to_csv, CaseRow, GroupTableRow, RequestRow, TableRow, CASE_COLUMNS,
+    GROUP_COLUMNS, REQUEST_COLUMNS,
+};
 
 use crate::error::Result;
 use crate::method::projections::State;
