@@ -254,3 +254,87 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
         assert!(!p.exists());
     }
 }
+
+/// `gate` and `replay` name the request id behind a failing join row's
+/// counts (issue 21); `gate --json` already lists every id.
+#[test]
+fn gate_and_replay_name_the_offending_request_ids() {
+    // rule JOIN-1
+    let h = imported("rejected-join-extra-usage");
+    let gate = h.run(&["gate", "short13-kimi-2026-11/control"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    let rows: Vec<&str> = gate.stdout.lines().collect();
+    let at = rows
+        .iter()
+        .position(|line| line.starts_with("  requests      FAILS  T != U"))
+        .unwrap_or_else(|| panic!("{}", gate.stdout));
+    assert_eq!(
+        rows[at + 1],
+        format!("{:23}extra usage: control-fix-git-t1-0-1-extra", "")
+    );
+    let replay = h.ok(&["replay"]);
+    assert!(
+        replay
+            .stdout
+            .contains("                       extra usage: control-fix-git-t1-0-1-extra"),
+        "{}",
+        replay.stdout
+    );
+}
+
+/// An open group reads as what a seal would attest now and why, never
+/// like a verdict; a sealed one as its verdict (issue 21).
+#[test]
+fn replay_words_an_open_group_as_if_sealed_now() {
+    // rule VERDICT-4
+    let h = imported("short13-accepted");
+    let replay = h.ok(&["replay", "--at", "100"]);
+    let control = replay
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("  control "))
+        .unwrap();
+    assert!(
+        control.starts_with("  control    open: if sealed now, rejected_runtime because attempts fails: never started: "),
+        "{control}"
+    );
+    assert!(
+        replay
+            .stdout
+            .contains("  canary-1   sealed accepted at seq 24\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains("  r1         not opened\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains(
+            "short13-kimi-2026-11/control: open: if sealed now, rejected_runtime  (passed "
+        ),
+        "{}",
+        replay.stdout
+    );
+    assert!(!replay.stdout.contains("unsealed"), "{}", replay.stdout);
+}
+
+/// Progress is drawn only on a terminal: with stderr piped (as here) the
+/// long verbs write no progress at all, and stdout carries only data.
+#[test]
+fn long_verbs_draw_no_progress_when_stderr_is_piped() {
+    let h = imported("short13-accepted");
+    for args in [
+        &["verify"][..],
+        &["replay"][..],
+        &["report", "show", "--format", "json"][..],
+        &["export", "--jsonl"][..],
+    ] {
+        let r = h.ok(args);
+        for stream in [&r.stdout, &r.stderr] {
+            assert!(!stream.contains('\u{1b}'), "{args:?}: an escape sequence");
+            assert!(!stream.contains(" records ("), "{args:?}: a progress line");
+        }
+    }
+}
