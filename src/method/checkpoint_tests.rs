@@ -389,7 +389,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             2,
-            "6808a0b7eefd88f46df4837c92c35588fcbebbde7e24142aafed55e184df0fb4".to_string()
+            "ce4e339cbc888200cc7b956e198cfb9d6576e23e82dbc096c717c62855648797".to_string()
         ),
         "state layout changed"
     );

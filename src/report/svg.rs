@@ -178,7 +178,7 @@ fn axes(out: &mut String, axis: &CostAxis, score_name: &str) -> fmt::Result {
     )?;
     writeln!(
         out,
-        r#"<text x="20" y="{}" text-anchor="middle" transform="rotate(-90 20 {})">{} (% of N)</text>"#,
+        r#"<text x="20" y="{}" text-anchor="middle" transform="rotate(-90 20 {})">{} (%)</text>"#,
         (TOP + BOTTOM) / 2,
         (TOP + BOTTOM) / 2,
         xml(score_name)

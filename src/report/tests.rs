@@ -785,6 +785,6 @@ fn every_run_class_words_its_claims_as_its_class_allows() {
             let line = md.lines().find(|line| line.contains(phrase));
             assert!(line.is_none(), "{class:?}: {phrase:?} in {line:?}");
         }
-        assert!(render_svg(&rep).contains(&format!("{} (% of N)", rep.claim.score_name)));
+        assert!(render_svg(&rep).contains(&format!("{} (%)", rep.claim.score_name)));
     }
 }
