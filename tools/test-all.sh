@@ -46,3 +46,8 @@ bash tools/harbor/check.sh
 
 echo "== rendered TrialConfigs validated by Harbor 0.25.0's own models (GATE-7) =="
 bash tools/harbor/validate-rendered.sh
+
+echo "== Parquet (feature parquet): the writer's tests, then the report's numbers from Parquet with SQL on DuckDB =="
+cargo test --no-default-features --features parquet --lib cli::parquet
+cargo test --no-default-features --features parquet --test cli parquet
+bash tools/analysis/check.sh
