@@ -12,6 +12,7 @@ echo "== format and lints: cargo fmt --check, clippy (every target; the length b
 cargo fmt --all --check
 cargo clippy --no-default-features --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings -D clippy::too_many_lines
+cargo clippy -p benchledger-bench --all-targets -- -D warnings
 
 echo "== cargo test: the core without the AWS SDK (unit, CLI, replay) =="
 cargo test --no-default-features --all-targets
