@@ -167,7 +167,15 @@ pub fn last_start_seq(l: &LineageState) -> Option<u64> {
 }
 
 /// Every gate of the next batch of `group` and where it stands at `now`.
-pub fn gate_lines(l: &LineageState, group: &str, now_utc_ns: u64) -> Vec<GateLine> {
+/// With `aws_recorded` (a build without the AWS gates, relying on the
+/// observations an `aws` build recorded), the AWS gates count when passing
+/// and fresh, even if observed before the last batch.
+pub fn gate_lines(
+    l: &LineageState,
+    group: &str,
+    now_utc_ns: u64,
+    aws_recorded: bool,
+) -> Vec<GateLine> {
     let freshness_sec = l.frozen.manifest.public.limits.gate_freshness_sec;
     let window_ns = freshness_sec.saturating_mul(1_000_000_000);
     let batch_after = last_start_seq(l);
@@ -176,7 +184,10 @@ pub fn gate_lines(l: &LineageState, group: &str, now_utc_ns: u64) -> Vec<GateLin
         .map(|(gate, target)| {
             let state = match latest(l, group, gate, &target) {
                 None => GateState::Missing,
-                Some(o) if batch_after.is_some_and(|s| o.at.seq < s) => {
+                Some(o)
+                    if batch_after.is_some_and(|s| o.at.seq < s)
+                        && !(aws_recorded && gate.calls_aws()) =>
+                {
                     GateState::BeforeBatch { seq: o.at.seq }
                 }
                 Some(o) if o.at.utc_ns > now_utc_ns || now_utc_ns - o.at.utc_ns > window_ns => {

@@ -62,6 +62,10 @@ pub struct Facts<'a> {
     pub audit_failed_here: bool,
     /// When this run last polled receipts, ns since the epoch.
     pub last_poll_utc_ns: Option<u64>,
+    /// A build without the AWS gates relies on the identity, quota and
+    /// residue observations an `aws` build recorded: they count while
+    /// passing and fresh, not once per batch (`BENCHLEDGER_AWS_GATES=recorded`).
+    pub aws_recorded: bool,
 }
 
 /// A started case that no process of this run is waiting for.
@@ -297,7 +301,7 @@ pub fn next_step(
     Ok(RunPlan {
         group: format!("{}/{group}", l.frozen.lineage),
         concurrency: m.limits.concurrency,
-        gates: gate_lines(l, group, f.now_utc_ns),
+        gates: gate_lines(l, group, f.now_utc_ns, f.aws_recorded),
         cases: counts(l, group, g),
         spend_micro_usd: lineage_spend(l),
         spend_limit_micro_usd: m.limits.spend_stop_micro_usd,
@@ -421,7 +425,7 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
             evidence_seq: None,
         });
     }
-    let lines = gate_lines(l, group, f.now_utc_ns);
+    let lines = gate_lines(l, group, f.now_utc_ns, f.aws_recorded);
     if let Some((line, seq)) = lines.iter().find_map(|x| match x.state {
         GateState::Failed { seq } => Some((x, seq)),
         _ => None,

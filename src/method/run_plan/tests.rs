@@ -30,6 +30,7 @@ struct Given {
     evidence_gathered: bool,
     audit_failed_here: bool,
     last_poll: Option<u64>,
+    aws_recorded: bool,
 }
 
 impl Given {
@@ -50,6 +51,7 @@ impl Given {
             evidence_gathered: false,
             audit_failed_here: false,
             last_poll: None,
+            aws_recorded: false,
         }
     }
 
@@ -72,6 +74,7 @@ impl Given {
             evidence_gathered: self.evidence_gathered,
             audit_failed_here: self.audit_failed_here,
             last_poll_utc_ns: self.last_poll,
+            aws_recorded: self.aws_recorded,
         };
         next_step(&self.world.state, None, "canary-1", &facts).unwrap()
     }
@@ -243,6 +246,20 @@ fn every_batch_takes_its_gates_again() {
     );
     assert!(matches!(g.next(), Step::TakeGates { gates } if gates.len() == 7));
     assert_eq!(last_start_seq(&first), None);
+    // A build relying on recorded AWS observations takes only the gates it
+    // can take itself again; the AWS ones count while passing and fresh.
+    g.aws_recorded = true;
+    let lines = g.plan().gates;
+    assert!(
+        lines
+            .iter()
+            .filter(|x| x.gate.calls_aws())
+            .all(|x| matches!(x.state, GateState::Fresh { .. })),
+        "{lines:?}"
+    );
+    assert!(
+        matches!(g.next(), Step::TakeGates { gates } if gates.len() == 4 && gates.iter().all(|x| !x.calls_aws()))
+    );
 }
 
 #[test]
