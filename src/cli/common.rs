@@ -292,15 +292,18 @@ pub struct JsonArg {
 /// failure (exit 4), nothing appended.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
+#[cfg_attr(feature = "aws", allow(dead_code))]
 pub(crate) struct NeedsAws(pub(crate) String);
 
 /// How to get a build with the AWS gates.
+#[cfg_attr(feature = "aws", allow(dead_code))]
 pub(crate) const AWS_BUILD_HINT: &str = "build benchledger with the `aws` feature: `cargo build --release` (aws is a default feature) or `cargo install --path . --features aws`; nothing was appended";
 
 /// Set to `recorded` to let a build without the `aws` feature open groups
 /// and start cases on the identity, quota and residue observations an `aws`
 /// build recorded in the same ledger (`case start` still refuses without
 /// them, GATE-6).
+#[cfg_attr(feature = "aws", allow(dead_code))]
 pub(crate) const AWS_GATES_VAR: &str = "BENCHLEDGER_AWS_GATES";
 
 #[cfg(not(feature = "aws"))]
