@@ -91,7 +91,7 @@ pub fn run_cleanup(_: &Cli, _: &CleanupCommand, _: Duration) -> anyhow::Result<E
 #[cfg(feature = "aws")]
 pub use with_aws::run_cleanup;
 #[cfg(feature = "aws")]
-pub(crate) use with_aws::{audit_and_record, monitor_sample, terminate_from_audit, Terminated};
+pub(crate) use with_aws::{audit_and_record, terminate_from_audit};
 
 #[cfg(feature = "aws")]
 mod with_aws {
@@ -423,10 +423,10 @@ mod with_aws {
                 }],
                 now_utc_ns(),
             )?;
-            crate::cli::common::eprint_line(&format!(
+            eprintln!(
                 "{} {} {}: {} (seq {})",
                 t.action, t.resource.resource, t.resource.id, t.answer, done[0].seq
-            ));
+            );
             Ok(())
         };
         let calls = aws::terminate(

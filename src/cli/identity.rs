@@ -43,9 +43,9 @@ pub fn run_identity(_: &Cli, _: &IdentityCommand, _: Duration) -> anyhow::Result
 }
 
 #[cfg(feature = "aws")]
-pub use with_aws::run_identity;
+pub(crate) use with_aws::prove;
 #[cfg(feature = "aws")]
-pub(crate) use with_aws::{prove, Proved};
+pub use with_aws::run_identity;
 
 #[cfg(feature = "aws")]
 mod with_aws {

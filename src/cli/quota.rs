@@ -42,9 +42,9 @@ pub fn run_quota(_: &Cli, _: &QuotaCommand, _: Duration) -> anyhow::Result<ExitC
 }
 
 #[cfg(feature = "aws")]
-pub use with_aws::run_quota;
+pub(crate) use with_aws::check_quota;
 #[cfg(feature = "aws")]
-pub(crate) use with_aws::{check_quota, QuotaRecorded};
+pub use with_aws::run_quota;
 
 #[cfg(feature = "aws")]
 mod with_aws {

@@ -135,6 +135,7 @@ fn a_scored_group_before_its_canary_is_refused() {
         evidence_gathered: false,
         audit_failed_here: false,
         last_poll_utc_ns: None,
+        aws_recorded: false,
     };
     let e = next_step(&g.world.state, None, "control", &f).unwrap_err();
     assert!(
