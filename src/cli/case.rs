@@ -154,45 +154,28 @@ pub enum ReasonArg {
 pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<ExitCode> {
     match cmd {
         CaseCommand::RenderConfig(a) => {
-            let (lineage, group) = parse_group(&a.group);
             let case = parse_case(&a.case)?;
-            let ledger = Ledger::open(&cli.ledger, wait)?;
-            let state = decide_state(&ledger)?;
-            let l = state.lineage(lineage.as_deref())?;
-            let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
             let Some(out) = &a.out else {
+                let (lineage, group) = parse_group(&a.group);
+                let ledger = Ledger::open(&cli.ledger, wait)?;
+                let state = decide_state(&ledger)?;
+                let l = state.lineage(lineage.as_deref())?;
+                let r =
+                    crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
                 crate::cli::out::Out.write_all(&r.bytes)?;
                 return Ok(ExitCode::SUCCESS);
             };
-            std::fs::write(out, &r.bytes)
-                .map_err(|e| Error::io(format!("write {}", out.display()), e))?;
-            let event = Event::ArtifactRecorded(ArtifactRecorded {
-                group: Some(GroupRef {
-                    lineage: l.frozen.lineage.clone(),
-                    group: group.clone(),
-                }),
-                role: "trial_config".into(),
-                path: out.display().to_string(),
-                bytes: r.bytes.len() as u64,
-                blake3: r.blake3.clone(),
-            });
-            let draft = Draft {
-                actor: cli.actor.clone(),
-                event,
-                idempotency_key: None,
-            };
-            let done = ledger.append(&[draft], now_utc_ns())?;
-            announce(&done);
+            let r = render_config(cli, wait, &a.group, &case, out)?;
             if a.json {
                 print_json(
-                    &json!({ "path": out.display().to_string(), "blake3": r.blake3, "seq": done[0].seq }),
+                    &json!({ "path": out.display().to_string(), "blake3": r.blake3, "seq": r.seq }),
                 )?;
             } else {
                 outln!(
                     "wrote {} (blake3 {}) recorded at seq {}",
                     out.display(),
                     r.blake3,
-                    done[0].seq
+                    r.seq
                 )?;
             }
             Ok(ExitCode::SUCCESS)
@@ -203,9 +186,55 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
     }
 }
 
+/// A rendered TrialConfig, written and recorded.
+pub(crate) struct RenderedConfig {
+    /// BLAKE3 of its bytes.
+    pub(crate) blake3: String,
+    /// The seq of its `artifact_recorded`.
+    pub(crate) seq: u64,
+}
+
+/// `case render-config -o FILE`: renders the case's TrialConfig from the
+/// frozen manifest, writes it and records its hash.
+pub(crate) fn render_config(
+    cli: &Cli,
+    wait: Duration,
+    group_spec: &str,
+    case: &CaseRef,
+    out: &Path,
+) -> anyhow::Result<RenderedConfig> {
+    let (lineage, group) = parse_group(group_spec);
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    let l = state.lineage(lineage.as_deref())?;
+    let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, case)?;
+    std::fs::write(out, &r.bytes).map_err(|e| Error::io(format!("write {}", out.display()), e))?;
+    let event = Event::ArtifactRecorded(ArtifactRecorded {
+        group: Some(GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: group.clone(),
+        }),
+        role: "trial_config".into(),
+        path: out.display().to_string(),
+        bytes: r.bytes.len() as u64,
+        blake3: r.blake3.clone(),
+    });
+    let draft = Draft {
+        actor: cli.actor.clone(),
+        event,
+        idempotency_key: None,
+    };
+    let done = ledger.append(&[draft], now_utc_ns())?;
+    announce(&done);
+    Ok(RenderedConfig {
+        blake3: r.blake3,
+        seq: done[0].seq,
+    })
+}
+
 /// Where a launched command's output goes by default: the group's frozen
 /// output directory, one file per trial.
-fn default_log_path(m: &ManifestFile, group: &str, trial_name: &str) -> PathBuf {
+pub(crate) fn default_log_path(m: &ManifestFile, group: &str, trial_name: &str) -> PathBuf {
     let out = m
         .groups
         .iter()
@@ -217,7 +246,7 @@ fn default_log_path(m: &ManifestFile, group: &str, trial_name: &str) -> PathBuf 
 
 /// Appends the launched command's end (CASE-8: never a terminal state on
 /// its own).
-fn record_exit(
+pub(crate) fn record_exit(
     cli: &Cli,
     wait: Duration,
     group: GroupRef,
@@ -247,9 +276,44 @@ fn record_exit(
     Ok(done[0])
 }
 
-fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let (lineage, group) = parse_group(&a.group);
-    let case = parse_case(&a.case)?;
+/// What `case start` (and `run`) asks to start.
+pub(crate) struct StartRequest<'a> {
+    /// `LINEAGE/GROUP` or `GROUP`.
+    pub(crate) group: &'a str,
+    /// The identity.
+    pub(crate) case: CaseRef,
+    /// The TrialConfig to launch; default the frozen rendering.
+    pub(crate) config: Option<&'a Path>,
+    /// Where the command's output goes; default the group's out dir.
+    pub(crate) log: Option<PathBuf>,
+    /// The command recorded in `case_started` (run after it is durable).
+    pub(crate) command: Vec<String>,
+}
+
+/// A case whose `case_started` is durable.
+pub(crate) struct StartedCase {
+    /// The `case_started` record.
+    pub(crate) started: Appended,
+    /// The group.
+    pub(crate) group: GroupRef,
+    /// The identity.
+    pub(crate) case: CaseRef,
+    /// The frozen AWS selector for the child, ambient credentials removed.
+    pub(crate) env: Vec<(String, Option<String>)>,
+    /// Where the command's output goes.
+    pub(crate) log_path: PathBuf,
+}
+
+/// `case start`'s decision and append, under the writer lock: every rule
+/// holds, or a refusal naming it and nothing appended (GATE-6). The lock is
+/// released on return; a crash from here on leaves the case `started`.
+pub(crate) fn start_case(
+    cli: &Cli,
+    wait: Duration,
+    r: StartRequest<'_>,
+) -> anyhow::Result<StartedCase> {
+    let (lineage, group) = parse_group(r.group);
+    let case = r.case;
     // Everything below happens under the writer lock: replay, decide, append.
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
@@ -257,16 +321,15 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
     let m = &l.frozen.manifest.public;
     // An unknown group or identity renders nothing; `decide` then refuses it
     // naming the rule (LINEAGE-1, CASE-8) before it looks at the config.
-    let config_blake3 = match &a.config {
+    let config_blake3 = match r.config {
         Some(path) => blake3_file(path)?.1,
         None => crate::method::trial_config::render(m, &group, &case)
             .map(|r| r.blake3)
             .unwrap_or_default(),
     };
     let trial_name = crate::schema::names::trial_name(&case.task, &group, &case);
-    let log_path = a
+    let log_path = r
         .log
-        .clone()
         .unwrap_or_else(|| default_log_path(m, &group, &trial_name));
     let lineage_label = l.frozen.lineage.clone();
     let env = child_env(l);
@@ -277,7 +340,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         case: case.clone(),
         trial_name,
         trial_config_blake3: config_blake3,
-        command: a.command.clone(),
+        command: r.command,
         now_utc_ns: now,
     };
     let events = crate::method::decide::case_start(&state, cmd)?;
@@ -292,11 +355,35 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         .collect();
     let started = ledger.append(&drafts, now)?;
     announce(&started);
-    let started = started[0];
-    // `started` is durable. Release the lock while the command runs, so other
-    // cases can start; a crash from here on leaves the case `started`.
-    drop(ledger);
-    tracing::info!("case {} started at seq {}", case.label(), started.seq);
+    tracing::info!("case {} started at seq {}", case.label(), started[0].seq);
+    Ok(StartedCase {
+        started: started[0],
+        group: GroupRef {
+            lineage: lineage_label,
+            group,
+        },
+        case,
+        env,
+        log_path,
+    })
+}
+
+fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    require_aws_gates("case start")?;
+    let s = start_case(
+        cli,
+        wait,
+        StartRequest {
+            group: &a.group,
+            case: parse_case(&a.case)?,
+            config: a.config.as_deref(),
+            log: a.log.clone(),
+            command: a.command.clone(),
+        },
+    )?;
+    // `started` is durable and the lock released while the command runs, so
+    // other cases can start.
+    let (started, case) = (s.started, &s.case);
     let mut out = json!({ "started_seq": started.seq, "started_hash": hex::encode(started.hash) });
     if a.command.is_empty() {
         if a.json {
@@ -306,12 +393,8 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let exited = run_command(&a.command, &env, &log_path)?;
-    let group_ref = GroupRef {
-        lineage: lineage_label,
-        group,
-    };
-    let done = record_exit(cli, wait, group_ref, &case, &exited, &log_path)?;
+    let exited = run_command(&a.command, &s.env, &s.log_path)?;
+    let done = record_exit(cli, wait, s.group.clone(), case, &exited, &s.log_path)?;
     out["exit_code"] = json!(exited.exit_code);
     out["signal"] = json!(exited.signal);
     out["duration_ms"] = json!(exited.duration_ms);
@@ -336,7 +419,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
 
 /// The frozen AWS selector for the child, and no ambient credentials or
 /// endpoint that could silently win over it (GATE-1).
-fn child_env(l: &LineageState) -> Vec<(String, Option<String>)> {
+pub(crate) fn child_env(l: &LineageState) -> Vec<(String, Option<String>)> {
     let aws = &l.frozen.manifest.public.aws;
     let mut env: Vec<(String, Option<String>)> = [
         "AWS_ACCESS_KEY_ID",
@@ -358,11 +441,16 @@ fn child_env(l: &LineageState) -> Vec<(String, Option<String>)> {
     env
 }
 
-struct Exited {
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    duration_ms: u64,
-    log_blake3: String,
+/// How a launched command ended.
+pub(crate) struct Exited {
+    /// Its exit code, if it exited.
+    pub(crate) exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub(crate) signal: Option<i32>,
+    /// How long it ran.
+    pub(crate) duration_ms: u64,
+    /// BLAKE3 of its log.
+    pub(crate) log_blake3: String,
 }
 
 fn run_command(
@@ -370,7 +458,22 @@ fn run_command(
     env: &[(String, Option<String>)],
     log_path: &Path,
 ) -> anyhow::Result<Exited> {
-    use std::os::unix::process::ExitStatusExt;
+    let t0 = Instant::now();
+    let status = spawn_command(command, env, log_path)?
+        .wait()
+        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?;
+    exited_of(status, t0.elapsed(), log_path)
+}
+
+/// Spawns a launched command with `env` applied, its output to `log_path`.
+pub(crate) fn spawn_command(
+    command: &[String],
+    env: &[(String, Option<String>)],
+    log_path: &Path,
+) -> anyhow::Result<std::process::Child> {
+    if command.is_empty() {
+        return Err(Error::input("the command to launch is empty".to_string()).into());
+    }
     if let Some(parent) = log_path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::io(format!("create {}", parent.display()), e))?;
@@ -388,16 +491,22 @@ fn run_command(
             None => p.env_remove(k),
         };
     }
-    let t0 = Instant::now();
-    let status = p
-        .status()
-        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?;
-    let duration_ms = t0.elapsed().as_millis() as u64;
+    Ok(p.spawn()
+        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?)
+}
+
+/// How a launched command ended, with its log's hash.
+pub(crate) fn exited_of(
+    status: std::process::ExitStatus,
+    ran: Duration,
+    log_path: &Path,
+) -> anyhow::Result<Exited> {
+    use std::os::unix::process::ExitStatusExt;
     let (_, log_blake3) = blake3_file(log_path)?;
     Ok(Exited {
         exit_code: status.code(),
         signal: status.signal(),
-        duration_ms,
+        duration_ms: ran.as_millis() as u64,
         log_blake3,
     })
 }
@@ -430,7 +539,6 @@ pub fn run_refusal(cli: &Cli, a: &RefusalArgs, wait: Duration) -> anyhow::Result
 /// `case invalidate`.
 pub fn run_invalidate(cli: &Cli, a: &InvalidateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let case = parse_case(&a.case)?;
-    let (path, blake3) = hash_file(&a.evidence)?;
     let reason = match a.reason {
         ReasonArg::EnvironmentDisconnect => InvalidReason::EnvironmentDisconnect,
         ReasonArg::MissingVerifierResult => InvalidReason::MissingVerifierResult,
@@ -438,11 +546,25 @@ pub fn run_invalidate(cli: &Cli, a: &InvalidateArgs, wait: Duration) -> anyhow::
         ReasonArg::AgentException => InvalidReason::AgentException,
         ReasonArg::ControllerCrash => InvalidReason::ControllerCrash,
     };
-    let ledger = Ledger::open(&cli.ledger, wait)?;
-    let done = crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
-        let g = group_ref(s, &a.group).map_err(|e| Error::input(e.to_string()))?;
-        crate::method::decide::case_invalidate(s, &g, &case, reason, path, blake3)
-    })?;
+    let done = invalidate_case(cli, wait, &a.group, &case, reason, &a.evidence)?;
     report_appended(&done, a.json, "case terminal_invalid")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `case invalidate`'s decision and append: a started case without a
+/// result becomes terminal_invalid on the cited evidence file.
+pub(crate) fn invalidate_case(
+    cli: &Cli,
+    wait: Duration,
+    group: &str,
+    case: &CaseRef,
+    reason: InvalidReason,
+    evidence: &PathBuf,
+) -> anyhow::Result<Vec<Appended>> {
+    let (path, blake3) = hash_file(evidence)?;
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        let g = group_ref(s, group).map_err(|e| Error::input(e.to_string()))?;
+        crate::method::decide::case_invalidate(s, &g, case, reason, path, blake3)
+    })
 }

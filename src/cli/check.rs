@@ -3,7 +3,7 @@
 //! fail. The ledger lock is not held while the network is used.
 
 use crate::cli::out::outln;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
 use crate::gates::{checks, http};
+use crate::method::projections::LineageState;
 use crate::schema::events::CheckRecorded;
 use crate::schema::events::{Event, Status};
 use crate::schema::manifest::Tier;
@@ -145,17 +146,32 @@ pub struct ResidueArgs {
     pub json: bool,
 }
 
-fn record_check(
+/// A gate observation as appended.
+pub(crate) struct Recorded {
+    /// Its seq.
+    pub(crate) seq: u64,
+    /// The observation.
+    pub(crate) obs: CheckRecorded,
+}
+
+/// Appends a gate observation.
+pub(crate) fn append_check(
     cli: &Cli,
     wait: Duration,
     obs: CheckRecorded,
-    as_json: bool,
-) -> anyhow::Result<ExitCode> {
-    let status = obs.status;
+) -> anyhow::Result<Recorded> {
     let done = append(cli, wait, vec![Event::CheckRecorded(obs.clone())])?;
+    Ok(Recorded {
+        seq: done[0].seq,
+        obs,
+    })
+}
+
+fn print_check(r: &Recorded, as_json: bool) -> anyhow::Result<ExitCode> {
+    let obs = &r.obs;
     if as_json {
         print_json(&json!({
-            "seq": done[0].seq,
+            "seq": r.seq,
             "check": obs.check,
             "target": obs.target,
             "group": obs.group,
@@ -163,7 +179,7 @@ fn record_check(
             "details": obs.details,
         }))?;
     } else {
-        let word = if status == Status::Pass {
+        let word = if obs.status == Status::Pass {
             "holds"
         } else {
             "does not hold"
@@ -172,13 +188,120 @@ fn record_check(
             "{:?} check of {} {word}; recorded at seq {}",
             obs.check,
             obs.target,
-            done[0].seq
+            r.seq
         )?;
         for (k, v) in &obs.details {
             outln!("  {k:<18} {v}")?;
         }
     }
-    Ok(exit(status))
+    Ok(exit(obs.status))
+}
+
+fn record_check(
+    cli: &Cli,
+    wait: Duration,
+    obs: CheckRecorded,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    print_check(&append_check(cli, wait, obs)?, as_json)
+}
+
+/// `check daemon-health`: GET the group's health URL and record it.
+pub(crate) fn daemon_health(
+    cli: &Cli,
+    wait: Duration,
+    l: &LineageState,
+    group: &str,
+    url: &str,
+) -> anyhow::Result<Recorded> {
+    require_group(l, group)?;
+    let parsed = http::parse_http_url(url).map_err(|e| Error::input(format!("--url: {e}")))?;
+    let outcome = checks::probe_health(&parsed, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
+    let obs = checks::health_observation(&l.frozen.lineage, group, url, &outcome);
+    append_check(cli, wait, obs)
+}
+
+/// `check sentinel`: one minimal request through the daemon to the route's
+/// frozen model, recorded against its exact gate target (PLANE-2).
+pub(crate) fn sentinel(
+    cli: &Cli,
+    wait: Duration,
+    l: &LineageState,
+    tier: Tier,
+    group: Option<&str>,
+    url: Option<&str>,
+) -> anyhow::Result<Recorded> {
+    let m = &l.frozen.manifest.public;
+    let route = m.route(tier).ok_or_else(|| {
+        Error::input(format!(
+            "lineage {:?} has no {tier:?} route",
+            l.frozen.lineage
+        ))
+    })?;
+    if let Some(g) = group {
+        require_group(l, g)?;
+    }
+    let base = match (url, group) {
+        (Some(u), _) => u.to_string(),
+        (None, Some(g)) => {
+            let port = m
+                .groups
+                .iter()
+                .find(|x| x.name == g)
+                .and_then(|x| x.ports.first().copied())
+                .ok_or_else(|| Error::input(format!("group {g:?} has no port")))?;
+            checks::daemon_base_url(&m.central.daemon_host, port)
+        }
+        (None, None) => {
+            return Err(BadUsage(
+                "check sentinel needs --url or --group (whose daemon port is used)".into(),
+            )
+            .into())
+        }
+    };
+    let req = checks::sentinel_request(route, &base, &m.harbor.local_api_key)
+        .map_err(|e| Error::input(format!("--url: {e}")))?;
+    let outcome = checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
+    let obs = checks::sentinel_observation(&l.frozen.lineage, group, route, &req.url, &outcome);
+    append_check(cli, wait, obs)
+}
+
+/// `check config`: runs the validation command and records its outcome
+/// against the config's BLAKE3, the key `case start` looks up (GATE-7).
+pub(crate) fn validate_config(
+    cli: &Cli,
+    wait: Duration,
+    l: &LineageState,
+    config: &Path,
+    command: &[String],
+) -> anyhow::Result<Recorded> {
+    let b3 = checks::config_blake3(config).map_err(Error::input)?;
+    let run = checks::run_validation(
+        command,
+        Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS),
+    )
+    .map_err(Error::input)?;
+    // The file validated must be the file hashed: a config changed
+    // while the command ran is refused (GATE-7: byte-identical).
+    let after = checks::config_blake3(config).map_err(Error::input)?;
+    if after != b3 {
+        return Err(Error::Refused {
+            rule: Rule::Gate7,
+            message: format!(
+                "{} changed while it was validated; nothing recorded",
+                config.display()
+            ),
+        }
+        .into());
+    }
+    let obs = checks::config_observation(
+        &l.frozen.lineage,
+        &b3,
+        &config.display().to_string(),
+        command,
+        &run,
+    );
+    append_check(cli, wait, obs)
 }
 
 /// `check daemon-health | sentinel | binary | config | residue`.
@@ -186,57 +309,19 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
     match cmd {
         CheckCommand::DaemonHealth(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
-            require_group(&l, &a.group)?;
-            let url =
-                http::parse_http_url(&a.url).map_err(|e| Error::input(format!("--url: {e}")))?;
-            let outcome =
-                checks::probe_health(&url, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
-            let obs = checks::health_observation(&l.frozen.lineage, &a.group, &a.url, &outcome);
-            record_check(cli, wait, obs, a.json)
+            print_check(&daemon_health(cli, wait, &l, &a.group, &a.url)?, a.json)
         }
         CheckCommand::Sentinel(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
-            let m = &l.frozen.manifest.public;
-            let tier: Tier = a.route.into();
-            let route = m.route(tier).ok_or_else(|| {
-                Error::input(format!(
-                    "lineage {:?} has no {tier:?} route",
-                    l.frozen.lineage
-                ))
-            })?;
-            if let Some(g) = &a.group {
-                require_group(&l, g)?;
-            }
-            let base = match (&a.url, &a.group) {
-                (Some(u), _) => u.clone(),
-                (None, Some(g)) => {
-                    let port = m
-                        .groups
-                        .iter()
-                        .find(|x| &x.name == g)
-                        .and_then(|x| x.ports.first().copied())
-                        .ok_or_else(|| Error::input(format!("group {g:?} has no port")))?;
-                    checks::daemon_base_url(&m.central.daemon_host, port)
-                }
-                (None, None) => {
-                    return Err(BadUsage(
-                        "check sentinel needs --url or --group (whose daemon port is used)".into(),
-                    )
-                    .into())
-                }
-            };
-            let req = checks::sentinel_request(route, &base, &m.harbor.local_api_key)
-                .map_err(|e| Error::input(format!("--url: {e}")))?;
-            let outcome =
-                checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
-            let obs = checks::sentinel_observation(
-                &l.frozen.lineage,
+            let r = sentinel(
+                cli,
+                wait,
+                &l,
+                a.route.into(),
                 a.group.as_deref(),
-                route,
-                &req.url,
-                &outcome,
-            );
-            record_check(cli, wait, obs, a.json)
+                a.url.as_deref(),
+            )?;
+            print_check(&r, a.json)
         }
         CheckCommand::Binary(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
@@ -251,33 +336,10 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
         }
         CheckCommand::Config(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
-            let b3 = checks::config_blake3(&a.config).map_err(Error::input)?;
-            let run = checks::run_validation(
-                &a.command,
-                Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS),
+            print_check(
+                &validate_config(cli, wait, &l, &a.config, &a.command)?,
+                a.json,
             )
-            .map_err(Error::input)?;
-            // The file validated must be the file hashed: a config changed
-            // while the command ran is refused (GATE-7: byte-identical).
-            let after = checks::config_blake3(&a.config).map_err(Error::input)?;
-            if after != b3 {
-                return Err(Error::Refused {
-                    rule: Rule::Gate7,
-                    message: format!(
-                        "{} changed while it was validated; nothing recorded",
-                        a.config.display()
-                    ),
-                }
-                .into());
-            }
-            let obs = checks::config_observation(
-                &l.frozen.lineage,
-                &b3,
-                &a.config.display().to_string(),
-                &a.command,
-                &run,
-            );
-            record_check(cli, wait, obs, a.json)
         }
         CheckCommand::Residue(a) => residue(cli, a, wait),
     }
@@ -294,25 +356,49 @@ fn residue(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCod
 }
 
 #[cfg(feature = "aws")]
+pub(crate) use with_aws::residue_check;
+
+#[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
 
     use crate::error::ExitClass;
 
     use crate::cli::aws::*;
-    use crate::gates::aws::{self};
-    use crate::gates::rules;
+    use crate::gates::aws::{self, Session};
+    use crate::gates::rules::{self, Target};
 
     pub fn residue_aws(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCode> {
         let l = lineage_state(cli, wait, a.lineage.as_deref())?;
         require_group(&l, &a.group)?;
         let private = optional_private(&l, &a.private)?;
         let (session, target) = open_session(&l, private.as_ref())?;
+        let (r, failed) =
+            residue_check(cli, wait, &l, &a.group, &session, &target, private.as_ref())?;
+        let code = print_check(&r, a.json)?;
+        Ok(if failed {
+            ExitCode::from(ExitClass::Environment.code())
+        } else {
+            code
+        })
+    }
+
+    /// `check residue`: the live run-tagged sandboxes, recorded (GATE-3);
+    /// also whether the query itself failed.
+    pub(crate) fn residue_check(
+        cli: &Cli,
+        wait: Duration,
+        l: &LineageState,
+        group: &str,
+        session: &Session,
+        target: &Target,
+        private: Option<&Private>,
+    ) -> anyhow::Result<(Recorded, bool)> {
         let m = &l.frozen.manifest.public;
-        let (identity, outcome) = match queried_identity(&session, &l, private.as_ref()) {
+        let (identity, outcome) = match queried_identity(session, l, private) {
             Ok(id) => (
                 id,
-                aws::live_sandboxes(&session, m)
+                aws::live_sandboxes(session, m)
                     .map(|v| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>())
                     .map_err(|e| e.0),
             ),
@@ -321,18 +407,13 @@ mod with_aws {
         let failed = outcome.is_err();
         let obs = rules::residue_observation(
             &l.frozen.lineage,
-            &a.group,
+            group,
             &format!("{}={}", m.tags.run_key, m.tags.run_value),
             &target.region,
             &identity,
             &outcome,
         );
-        let code = record_check(cli, wait, obs, a.json)?;
-        Ok(if failed {
-            ExitCode::from(ExitClass::Environment.code())
-        } else {
-            code
-        })
+        Ok((append_check(cli, wait, obs)?, failed))
     }
 }
 

@@ -90,6 +90,8 @@ pub fn run_cleanup(_: &Cli, _: &CleanupCommand, _: Duration) -> anyhow::Result<E
 
 #[cfg(feature = "aws")]
 pub use with_aws::run_cleanup;
+#[cfg(feature = "aws")]
+pub(crate) use with_aws::{audit_and_record, terminate_from_audit};
 
 #[cfg(feature = "aws")]
 mod with_aws {
@@ -111,7 +113,7 @@ mod with_aws {
     use crate::schema::time::now_utc_ns;
 
     /// Audits a group and appends the audit; returns it with its seq.
-    fn audit_and_record(
+    pub(crate) fn audit_and_record(
         cli: &Cli,
         wait: Duration,
         l: &LineageState,
@@ -219,6 +221,29 @@ mod with_aws {
         }
     }
 
+    /// One monitor sample: the live run-tagged sandboxes, recorded
+    /// (`monitor_sampled`); returns its seq and the instance ids.
+    pub(crate) fn monitor_sample(
+        cli: &Cli,
+        wait: Duration,
+        m: &crate::schema::manifest::ManifestFile,
+        g: &GroupRef,
+        session: &Session,
+    ) -> anyhow::Result<(u64, Vec<String>)> {
+        let live = aws::live_sandboxes(session, m)?;
+        let ids: Vec<String> = live.iter().map(|(id, _)| id.clone()).collect();
+        let done = append(
+            cli,
+            wait,
+            vec![Event::MonitorSampled(MonitorSampled {
+                group: g.clone(),
+                sandbox_count: ids.len() as u64,
+                instance_ids: ids.clone(),
+            })],
+        )?;
+        Ok((done[0].seq, ids))
+    }
+
     fn monitor(cli: &Cli, a: &MonitorArgs, wait: Duration) -> anyhow::Result<ExitCode> {
         let (min, max) = (
             MONITOR_INTERVAL_MS_MIN as f64 / 1000.0,
@@ -251,20 +276,10 @@ mod with_aws {
         let interval = Duration::from_secs_f64(a.interval);
         let (mut peak, mut last, mut seqs, mut reached_zero) = (0u64, 0u64, Vec::new(), false);
         for n in 1..=a.max_samples {
-            let live = aws::live_sandboxes(&session, m)?;
-            let ids: Vec<String> = live.iter().map(|(id, _)| id.clone()).collect();
+            let (seq, ids) = monitor_sample(cli, wait, m, &g, &session)?;
             last = ids.len() as u64;
             peak = peak.max(last);
-            let done = append(
-                cli,
-                wait,
-                vec![Event::MonitorSampled(MonitorSampled {
-                    group: g.clone(),
-                    sandbox_count: last,
-                    instance_ids: ids.clone(),
-                })],
-            )?;
-            seqs.push(done[0].seq);
+            seqs.push(seq);
             eprintln!(
                 "monitor {}/{} sample {n}/{}: {last} live sandbox(es){}{} (seq {})",
                 g.lineage,
@@ -272,7 +287,7 @@ mod with_aws {
                 a.max_samples,
                 if ids.is_empty() { "" } else { ": " },
                 ids.join(", "),
-                done[0].seq
+                seq
             );
             if a.until_zero && last == 0 {
                 reached_zero = true;
@@ -356,6 +371,79 @@ mod with_aws {
         Ok(())
     }
 
+    /// What a termination did, and the audit after it.
+    pub(crate) struct Terminated {
+        /// The audit acted on.
+        pub(crate) audit_seq: u64,
+        /// Each call and its answer.
+        pub(crate) calls: Vec<rules::Termination>,
+        /// The seq of the audit after.
+        pub(crate) seq: u64,
+        /// The audit after.
+        pub(crate) after: CleanupAudited,
+    }
+
+    /// `cleanup terminate --confirm` without the printing: only what the
+    /// latest audit of the group proved the run's, each call recorded as it
+    /// happens, then an audit again (CLEAN-1).
+    pub(crate) fn terminate_from_audit(
+        cli: &Cli,
+        wait: Duration,
+        l: &LineageState,
+        group: &str,
+        session: &Session,
+        private: Option<&Private>,
+    ) -> anyhow::Result<Terminated> {
+        let g = GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: group.to_string(),
+        };
+        let history = {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
+            cleanup_history(&ledger, &g)?
+        };
+        let (audit_seq, audit) = latest_usable_audit(history.latest_audit, &g)?;
+        let central = audit.excluded_central_instance_id.as_deref();
+        let plan = rules::termination_plan(&audit.found, central);
+        // The calls run as the frozen identity, or not at all.
+        queried_identity(session, l, private).map_err(identity_error)?;
+        let mut record = |t: &rules::Termination| -> crate::Result<()> {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
+            let done = ledger.append(
+                &[Draft {
+                    actor: cli.actor.clone(),
+                    event: Event::ResidueTerminated(ResidueTerminated {
+                        group: g.clone(),
+                        resource: t.resource.clone(),
+                        audit_seq,
+                        action: t.action.clone(),
+                        answer: t.answer.clone(),
+                    }),
+                    idempotency_key: None,
+                }],
+                now_utc_ns(),
+            )?;
+            eprintln!(
+                "{} {} {}: {} (seq {})",
+                t.action, t.resource.resource, t.resource.id, t.answer, done[0].seq
+            );
+            Ok(())
+        };
+        let calls = aws::terminate(
+            session,
+            &plan,
+            Duration::from_millis(aws::TERMINATE_WAIT_MS),
+            &mut record,
+        )?;
+        let (seq, after) = audit_and_record(cli, wait, l, group, session, private)?;
+        Ok(Terminated {
+            audit_seq,
+            calls,
+            seq,
+            after,
+        })
+    }
+
     fn terminate(cli: &Cli, a: &TerminateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
         let (lineage, group) = parse_group(&a.group);
         let l = lineage_state(cli, wait, lineage.as_deref())?;
@@ -380,37 +468,9 @@ mod with_aws {
         }
         let private = optional_private(&l, &a.private)?;
         let (session, _) = open_session(&l, private.as_ref())?;
-        // The calls run as the frozen identity, or not at all.
-        queried_identity(&session, &l, private.as_ref()).map_err(identity_error)?;
-        let mut record = |t: &rules::Termination| -> crate::Result<()> {
-            let ledger = Ledger::open(&cli.ledger, wait)?;
-            let done = ledger.append(
-                &[Draft {
-                    actor: cli.actor.clone(),
-                    event: Event::ResidueTerminated(ResidueTerminated {
-                        group: g.clone(),
-                        resource: t.resource.clone(),
-                        audit_seq,
-                        action: t.action.clone(),
-                        answer: t.answer.clone(),
-                    }),
-                    idempotency_key: None,
-                }],
-                now_utc_ns(),
-            )?;
-            eprintln!(
-                "{} {} {}: {} (seq {})",
-                t.action, t.resource.resource, t.resource.id, t.answer, done[0].seq
-            );
-            Ok(())
-        };
-        let calls = aws::terminate(
-            &session,
-            &plan,
-            Duration::from_millis(aws::TERMINATE_WAIT_MS),
-            &mut record,
-        )?;
-        let (seq, after) = audit_and_record(cli, wait, &l, &group, &session, private.as_ref())?;
+        let Terminated {
+            calls, seq, after, ..
+        } = terminate_from_audit(cli, wait, &l, &group, &session, private.as_ref())?;
         if a.json {
             print_json(&json!({
                 "audit_seq": audit_seq,

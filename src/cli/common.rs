@@ -288,10 +288,48 @@ pub struct JsonArg {
     pub json: bool,
 }
 
+/// A verb that needs the AWS gates in a build without them: an environment
+/// failure (exit 4), nothing appended.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+#[cfg_attr(feature = "aws", allow(dead_code))]
+pub(crate) struct NeedsAws(pub(crate) String);
+
+/// How to get a build with the AWS gates.
+#[cfg_attr(feature = "aws", allow(dead_code))]
+pub(crate) const AWS_BUILD_HINT: &str = "build benchledger with the `aws` feature: `cargo build --release` (aws is a default feature) or `cargo install --path . --features aws`; nothing was appended";
+
+/// Set to `recorded` to let a build without the `aws` feature open groups
+/// and start cases on the identity, quota and residue observations an `aws`
+/// build recorded in the same ledger (`case start` still refuses without
+/// them, GATE-6).
+#[cfg_attr(feature = "aws", allow(dead_code))]
+pub(crate) const AWS_GATES_VAR: &str = "BENCHLEDGER_AWS_GATES";
+
 #[cfg(not(feature = "aws"))]
 pub(crate) fn no_aws(verb: &str) -> anyhow::Error {
-    Error::input(format!(
-        "{verb} calls AWS and this build has no AWS support; build with `--features aws`"
+    NeedsAws(format!(
+        "`{verb}` calls AWS and this build has no AWS support: {AWS_BUILD_HINT}"
     ))
     .into()
+}
+
+/// `group open` and `case start` need the AWS gates (GATE-1..3): in a build
+/// without them they say so at once (exit 4, nothing appended), unless
+/// `BENCHLEDGER_AWS_GATES=recorded` says an `aws` build records them.
+#[cfg(not(feature = "aws"))]
+pub(crate) fn require_aws_gates(verb: &str) -> anyhow::Result<()> {
+    if std::env::var(AWS_GATES_VAR).is_ok_and(|v| v == "recorded") {
+        return Ok(());
+    }
+    Err(NeedsAws(format!(
+        "`{verb}` needs the AWS gates (identity, quota, residue and cleanup: GATE-1..3, CLEAN-1), which this build cannot take: {AWS_BUILD_HINT}. To rely on observations an `aws` build records in this ledger, set {AWS_GATES_VAR}=recorded"
+    ))
+    .into())
+}
+
+/// `group open` and `case start` need the AWS gates: this build has them.
+#[cfg(feature = "aws")]
+pub(crate) fn require_aws_gates(_verb: &str) -> anyhow::Result<()> {
+    Ok(())
 }

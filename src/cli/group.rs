@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::cli::common::*;
 use crate::cli::Cli;
-use crate::log::ledger::Ledger;
+use crate::log::ledger::{Appended, Ledger};
 use crate::method::decide::GroupOpen;
 use crate::schema::events::Event;
 use crate::schema::time::now_utc_ns;
@@ -69,12 +69,10 @@ pub struct GroupArg {
 
 /// `group open | close`.
 pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Result<ExitCode> {
-    if let GroupCommand::Seal(a) = cmd {
-        return run_seal(cli, &a.group, a.json, wait);
-    }
-    let ledger = Ledger::open(&cli.ledger, wait)?;
     let (done, json_out, what) = match cmd {
+        GroupCommand::Seal(a) => return run_seal(cli, &a.group, a.json, wait),
         GroupCommand::Open(a) => {
+            require_aws_gates("group open")?;
             let (lineage, group) = parse_group(&a.group);
             let open = GroupOpen {
                 lineage,
@@ -85,25 +83,9 @@ pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Resul
                 db_path: a.db.clone(),
                 out_dir: a.out.clone(),
             };
-            (
-                decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
-                    crate::method::decide::group_open(s, open)
-                })?,
-                a.json,
-                "opened",
-            )
+            (open_group(cli, wait, open)?, a.json, "opened")
         }
-        GroupCommand::Close(a) => {
-            let (lineage, group) = parse_group(&a.group);
-            (
-                decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
-                    crate::method::decide::group_close(s, lineage.as_deref(), &group)
-                })?,
-                a.json,
-                "closed",
-            )
-        }
-        GroupCommand::Seal(_) => unreachable!("handled above"),
+        GroupCommand::Close(a) => (close_group(cli, wait, &a.group)?, a.json, "closed"),
     };
     if json_out {
         print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
@@ -113,8 +95,39 @@ pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// `group seal`.
-pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow::Result<ExitCode> {
+/// `group open`'s decision and append under the writer lock.
+pub(crate) fn open_group(
+    cli: &Cli,
+    wait: Duration,
+    open: GroupOpen,
+) -> anyhow::Result<Vec<Appended>> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        crate::method::decide::group_open(s, open)
+    })
+}
+
+/// `group close`'s decision and append under the writer lock.
+pub(crate) fn close_group(cli: &Cli, wait: Duration, spec: &str) -> anyhow::Result<Vec<Appended>> {
+    let (lineage, group) = parse_group(spec);
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        crate::method::decide::group_close(s, lineage.as_deref(), &group)
+    })
+}
+
+/// A sealed verdict: its status and failing rows.
+pub(crate) struct Sealed {
+    /// The records appended (the seal first).
+    pub(crate) done: Vec<Appended>,
+    /// The status.
+    pub(crate) status: String,
+    /// The failing rows.
+    pub(crate) failing: Vec<String>,
+}
+
+/// `group seal`'s decision (on a scanning replay) and append.
+pub(crate) fn seal_group(cli: &Cli, wait: Duration, spec: &str) -> anyhow::Result<Sealed> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let (lineage, group) = parse_group(spec);
     let mut sealed: Option<(String, Vec<String>)> = None;
@@ -133,6 +146,21 @@ pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow:
         Ok(events)
     })?;
     let (status, failing) = sealed.unwrap_or_default();
+    Ok(Sealed {
+        done,
+        status,
+        failing,
+    })
+}
+
+/// `group seal`.
+pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow::Result<ExitCode> {
+    let (_, group) = parse_group(spec);
+    let Sealed {
+        done,
+        status,
+        failing,
+    } = seal_group(cli, wait, spec)?;
     if as_json {
         print_json(&json!({
             "seq": done[0].seq,

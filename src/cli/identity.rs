@@ -43,6 +43,8 @@ pub fn run_identity(_: &Cli, _: &IdentityCommand, _: Duration) -> anyhow::Result
 }
 
 #[cfg(feature = "aws")]
+pub(crate) use with_aws::prove;
+#[cfg(feature = "aws")]
 pub use with_aws::run_identity;
 
 #[cfg(feature = "aws")]
@@ -55,30 +57,47 @@ mod with_aws {
     use crate::log::ledger::{Draft, Ledger};
 
     use crate::cli::aws::*;
-    use crate::gates::rules;
+    use crate::gates::aws::Session;
+    use crate::gates::rules::{self, Target};
+    use crate::log::ledger::Appended;
+    use crate::method::projections::LineageState;
     use crate::schema::events::{Event, Status};
     use crate::schema::events::{IdentityChecked, LineageStopped};
     use crate::schema::rule::Rule;
     use crate::schema::time::now_utc_ns;
 
-    /// `identity prove`.
-    pub fn run_identity(
+    /// An identity proof as recorded.
+    pub(crate) struct Proved {
+        /// The `identity_checked` record.
+        pub(crate) checked: Appended,
+        /// The observation.
+        pub(crate) obs: IdentityChecked,
+        /// The GATE-1 hard stop recorded with a mismatch.
+        pub(crate) stop: Option<Appended>,
+        /// What STS answered, judged.
+        pub(crate) outcome: Result<rules::IdentityVerdict, rules::AwsError>,
+    }
+
+    /// `identity prove` without the printing: STS through the session's
+    /// one selector, judged against the private commitments and recorded;
+    /// a mismatch also records the GATE-1 hard stop (unless the lineage is
+    /// already stopped).
+    pub(crate) fn prove(
         cli: &Cli,
-        cmd: &IdentityCommand,
         wait: Duration,
-    ) -> anyhow::Result<ExitCode> {
-        let IdentityCommand::Prove(a) = cmd;
-        let l = lineage_state(cli, wait, a.lineage.as_deref())?;
-        let private = read_private(&l, &a.private)?;
+        l: &LineageState,
+        session: &Session,
+        target: &Target,
+        private: &Private,
+    ) -> anyhow::Result<Proved> {
         let ambient = ambient();
-        let (session, target) = open_session(&l, Some(&private))?;
         let outcome = session
             .caller_identity()
             .map(|id| rules::judge_identity(&private.key, &l.frozen.manifest.private, &id));
         let m = &l.frozen.manifest.public;
         let selector = rules::selector_label(m, &l.frozen.manifest.private);
         let obs: IdentityChecked =
-            rules::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
+            rules::identity_observation(&l.frozen.lineage, &selector, target, ambient, &outcome);
         let ledger = Ledger::open(&cli.ledger, wait)?;
         let mut batch = ledger.batch(now_utc_ns())?;
         let draft = |event| Draft {
@@ -88,7 +107,7 @@ mod with_aws {
         };
         let checked = batch.push(draft(Event::IdentityChecked(obs.clone())))?;
         let stop = match &outcome {
-            Ok(v) if v.status == Status::Fail => {
+            Ok(v) if v.status == Status::Fail && l.stopped.is_none() => {
                 Some(batch.push(draft(Event::LineageStopped(LineageStopped {
                     lineage: l.frozen.lineage.clone(),
                     rule: Rule::Gate1.into(),
@@ -102,7 +121,30 @@ mod with_aws {
             _ => None,
         };
         announce(&batch.commit()?);
-        drop(ledger);
+        Ok(Proved {
+            checked,
+            obs,
+            stop,
+            outcome,
+        })
+    }
+
+    /// `identity prove`.
+    pub fn run_identity(
+        cli: &Cli,
+        cmd: &IdentityCommand,
+        wait: Duration,
+    ) -> anyhow::Result<ExitCode> {
+        let IdentityCommand::Prove(a) = cmd;
+        let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+        let private = read_private(&l, &a.private)?;
+        let (session, target) = open_session(&l, Some(&private))?;
+        let Proved {
+            checked,
+            obs,
+            stop,
+            outcome,
+        } = prove(cli, wait, &l, &session, &target, &private)?;
         if a.json {
             print_json(&json!({
                 "seq": checked.seq,

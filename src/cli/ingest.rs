@@ -113,11 +113,16 @@ fn file_facts(path: &Path) -> anyhow::Result<(u64, String)> {
     Ok((bytes, h.finalize().to_hex().to_string()))
 }
 
-struct Summary {
-    rows: u64,
-    appended: u64,
-    first_seq: Option<u64>,
-    last_seq: Option<u64>,
+/// Rows of one file.
+pub(crate) struct Summary {
+    /// Rows read.
+    pub(crate) rows: u64,
+    /// Rows appended (the rest were recorded before).
+    pub(crate) appended: u64,
+    /// The first appended seq.
+    pub(crate) first_seq: Option<u64>,
+    /// The last appended seq.
+    pub(crate) last_seq: Option<u64>,
 }
 
 fn summarize(done: &[Appended]) -> Summary {
@@ -134,27 +139,27 @@ fn summarize(done: &[Appended]) -> Summary {
 pub fn run_ingest(cli: &Cli, cmd: &IngestCommand, wait: Duration) -> anyhow::Result<ExitCode> {
     match cmd {
         IngestCommand::Harbor(a) => ingest_harbor(cli, a, wait),
-        IngestCommand::Traces(a) => ingest_rows(cli, a, wait, "traces", |l, g| {
-            bitrouter::parse_trace(l, g).map(Event::RequestTraced)
-        }),
-        IngestCommand::Decisions(a) => ingest_rows(cli, a, wait, "decisions", |l, g| {
-            bitrouter::parse_decision(l, g).map(Event::PolicyDecisionRecorded)
-        }),
-        IngestCommand::Usage(a) => ingest_rows(cli, a, wait, "usage", |l, g| {
-            bitrouter::parse_usage(l, g).map(Event::UsageRecorded)
-        }),
-        IngestCommand::Receipts(a) => ingest_rows(cli, a, wait, "receipts", |l, g| {
-            bitrouter::parse_receipt(l, g).map(Event::ReceiptRecorded)
-        }),
+        IngestCommand::Traces(a) => ingest_kind(cli, a, wait, "traces"),
+        IngestCommand::Decisions(a) => ingest_kind(cli, a, wait, "decisions"),
+        IngestCommand::Usage(a) => ingest_kind(cli, a, wait, "usage"),
+        IngestCommand::Receipts(a) => ingest_kind(cli, a, wait, "receipts"),
         IngestCommand::Outcomes(a) => match a.mode {
-            OutcomeMode::Strict => ingest_rows(cli, &a.rows, wait, "outcomes", |l, g| {
-                bitrouter::parse_outcome(l, g).map(Event::OutcomeRecorded)
-            }),
+            OutcomeMode::Strict => ingest_kind(cli, &a.rows, wait, "outcomes"),
             OutcomeMode::Analytical => ingest_rows(cli, &a.rows, wait, "outcomes", |l, g| {
                 bitrouter::parse_outcome_analytical(l, g).map(Event::OutcomeRecorded)
             }),
         },
     }
+}
+
+fn ingest_kind(
+    cli: &Cli,
+    a: &RowsArgs,
+    wait: Duration,
+    kind: &'static str,
+) -> anyhow::Result<ExitCode> {
+    let parse = row_parser(kind).expect("every strict kind has a parser");
+    ingest_rows(cli, a, wait, kind, parse)
 }
 
 fn ingest_rows(
@@ -164,16 +169,61 @@ fn ingest_rows(
     kind: &'static str,
     parse: fn(&[u8], &GroupRef) -> crate::evidence::FieldResult<Event>,
 ) -> anyhow::Result<ExitCode> {
-    let (lineage, group) = parse_group(&a.group);
-    let source = a.file.display().to_string();
-    let (bytes, file_blake3) = file_facts(&a.file)?;
+    let tty = std::io::stderr().is_terminal();
+    let t0 = Instant::now();
+    let r = ingest_file(cli, wait, &a.group, &a.file, kind, parse, tty)?;
+    let secs = t0.elapsed().as_secs_f64();
+    report_rows(a.json, kind, &r.source, &r.blake3, &r.summary, secs)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One ingested file.
+pub(crate) struct Ingested {
+    /// The file as given.
+    pub(crate) source: String,
+    /// Its BLAKE3.
+    pub(crate) blake3: String,
+    /// Rows read and appended.
+    pub(crate) summary: Summary,
+}
+
+/// Parses one row of a BitRouter evidence file into its event.
+pub(crate) type RowParser = fn(&[u8], &GroupRef) -> crate::evidence::FieldResult<Event>;
+
+/// The row parser of each BitRouter kind (`ingest traces | ...`; outcomes
+/// strict).
+pub(crate) fn row_parser(kind: &str) -> Option<RowParser> {
+    let p: RowParser = match kind {
+        "traces" => |l, g| bitrouter::parse_trace(l, g).map(Event::RequestTraced),
+        "decisions" => |l, g| bitrouter::parse_decision(l, g).map(Event::PolicyDecisionRecorded),
+        "usage" => |l, g| bitrouter::parse_usage(l, g).map(Event::UsageRecorded),
+        "receipts" => |l, g| bitrouter::parse_receipt(l, g).map(Event::ReceiptRecorded),
+        "outcomes" => |l, g| bitrouter::parse_outcome(l, g).map(Event::OutcomeRecorded),
+        _ => return None,
+    };
+    Some(p)
+}
+
+/// `ingest KIND GROUP FILE` without the printing: the file's rows and its
+/// artifact in one atomic append (progress on stderr when `tty`).
+pub(crate) fn ingest_file(
+    cli: &Cli,
+    wait: Duration,
+    group_spec: &str,
+    file: &Path,
+    kind: &'static str,
+    parse: RowParser,
+    tty: bool,
+) -> anyhow::Result<Ingested> {
+    let (lineage, group) = parse_group(group_spec);
+    let source = file.display().to_string();
+    let (bytes, file_blake3) = file_facts(file)?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
     let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
     drop(state);
     let now = now_utc_ns();
     let mut batch = ledger.batch(now)?;
-    let t0 = Instant::now();
     let draft = |event: Event, key: String| Draft {
         actor: cli.actor.clone(),
         event,
@@ -181,17 +231,16 @@ fn ingest_rows(
     };
     let key_prefix = format!("{kind}:{}", &file_blake3[..32]);
     let single_document = kind == "receipts"
-        && bitrouter::ReceiptFileForm::of_path(&a.file) == bitrouter::ReceiptFileForm::Document;
+        && bitrouter::ReceiptFileForm::of_path(file) == bitrouter::ReceiptFileForm::Document;
     if single_document {
-        let file = std::fs::File::open(&a.file)
+        let file = std::fs::File::open(file)
             .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
         let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
         batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
     } else {
-        let file = std::fs::File::open(&a.file)
+        let file = std::fs::File::open(file)
             .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
-        let tty = std::io::stderr().is_terminal();
         let mut report = |rows: u64, read: u64| {
             if tty {
                 let pct = (read * 100).checked_div(bytes).unwrap_or(100);
@@ -250,10 +299,11 @@ fn ingest_rows(
     let mut done = batch.commit()?;
     announce(&done);
     done.pop(); // the artifact
-    let s = summarize(&done);
-    let secs = t0.elapsed().as_secs_f64();
-    report_rows(a.json, kind, &source, &file_blake3, &s, secs)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Ingested {
+        source,
+        blake3: file_blake3,
+        summary: summarize(&done),
+    })
 }
 
 /// Pushes one row; a refusal (a credential-shaped value, an idempotency
@@ -293,8 +343,47 @@ fn report_rows(
 }
 
 fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let (lineage, group) = parse_group(&a.group);
-    let tree = harbor::walk_jobs(&a.dir)?;
+    let h = ingest_harbor_dir(cli, wait, &a.group, &a.dir)?;
+    if a.json {
+        print_json(
+            &json!({ "results": h.results, "appended": h.appended, "trials": h.trials, "incomplete": h.incomplete }),
+        )?;
+    } else {
+        outln!(
+            "ingested {} trial results from {}: {} records appended",
+            h.results,
+            a.dir.display(),
+            h.appended
+        )?;
+        for i in &h.incomplete {
+            outln!("  incomplete (no result.json: still running or lost): {i}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `ingest harbor` recorded from one directory.
+pub(crate) struct HarborIngested {
+    /// Trial results read.
+    pub(crate) results: u64,
+    /// Records appended.
+    pub(crate) appended: usize,
+    /// Per trial: name, seq, whether appended.
+    pub(crate) trials: Vec<serde_json::Value>,
+    /// Trial directories without a result.
+    pub(crate) incomplete: Vec<String>,
+}
+
+/// `ingest harbor GROUP DIR` without the printing: every complete trial's
+/// result and the job artifacts, in one atomic append.
+pub(crate) fn ingest_harbor_dir(
+    cli: &Cli,
+    wait: Duration,
+    group_spec: &str,
+    dir: &Path,
+) -> anyhow::Result<HarborIngested> {
+    let (lineage, group) = parse_group(group_spec);
+    let tree = harbor::walk_jobs(dir)?;
     if let Some(t) = tree.unmapped().first() {
         return Err(Error::input(format!(
             "{}: trial directory {:?} does not follow benchledger's trial names (<task>__<group>-<trial>); it was not launched by `case start`",
@@ -360,19 +449,10 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();
     let done = batch.commit()?;
     announce(&done);
-    let appended = done.iter().filter(|a| a.appended).count();
-    if a.json {
-        print_json(
-            &json!({ "results": results, "appended": appended, "trials": recorded, "incomplete": incomplete }),
-        )?;
-    } else {
-        outln!(
-            "ingested {results} trial results from {}: {appended} records appended",
-            a.dir.display()
-        )?;
-        for i in &incomplete {
-            outln!("  incomplete (no result.json: still running or lost): {i}")?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(HarborIngested {
+        results,
+        appended: done.iter().filter(|a| a.appended).count(),
+        trials: recorded,
+        incomplete,
+    })
 }

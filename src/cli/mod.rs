@@ -27,6 +27,7 @@ mod quota;
 mod replay;
 mod report;
 mod resume;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -161,6 +162,9 @@ pub enum Command {
     /// The report of a lineage (`report [show] LINEAGE [--format md|json]
     /// [--out DIR]`) and its registry entry (`report registry LINEAGE`).
     Report(report::ReportArgs),
+    /// Drive a group through its gates, launches, evidence, cleanup and
+    /// seal (`run GROUP [LINEAGE]`; `--plan` changes nothing); resumable.
+    Run(run::RunArgs),
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -269,5 +273,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Control(c) => control::run_control(cli, c, wait),
         Command::Lineage(c) => lineage::run_lineage(cli, c, wait),
         Command::Report(a) => report::run_report(cli, a, wait),
+        Command::Run(a) => run::run_run(cli, a, wait),
     }
 }

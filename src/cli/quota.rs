@@ -42,6 +42,8 @@ pub fn run_quota(_: &Cli, _: &QuotaCommand, _: Duration) -> anyhow::Result<ExitC
 }
 
 #[cfg(feature = "aws")]
+pub(crate) use with_aws::check_quota;
+#[cfg(feature = "aws")]
 pub use with_aws::run_quota;
 
 #[cfg(feature = "aws")]
@@ -55,8 +57,47 @@ mod with_aws {
     use crate::schema::events::{Event, Status};
 
     use crate::cli::aws::*;
-    use crate::gates::aws::{self};
-    use crate::gates::rules;
+    use crate::gates::aws::{self, Session};
+    use crate::gates::rules::{self, Target};
+    use crate::method::projections::LineageState;
+    use crate::schema::events::QuotaChecked;
+
+    /// A quota check as recorded.
+    pub(crate) struct QuotaRecorded {
+        /// Its seq.
+        pub(crate) seq: u64,
+        /// The observation.
+        pub(crate) obs: QuotaChecked,
+        /// The measured numbers, or why the check could not run.
+        pub(crate) outcome: Result<rules::QuotaNumbers, rules::AwsError>,
+    }
+
+    /// `quota check` without the printing: refused (GATE-1, nothing
+    /// appended) unless the session runs as the frozen identity; else the
+    /// GATE-2 numbers, recorded pass or fail.
+    pub(crate) fn check_quota(
+        cli: &Cli,
+        wait: Duration,
+        l: &LineageState,
+        session: &Session,
+        target: &Target,
+        private: Option<&Private>,
+    ) -> anyhow::Result<QuotaRecorded> {
+        let m = &l.frozen.manifest.public;
+        // GATE-1: no quota call under an identity other than the frozen one.
+        let outcome = match queried_identity(session, l, private) {
+            Ok(_) => aws::measure_quota(session, m),
+            Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
+            Err(e) => Err(e),
+        };
+        let obs = rules::quota_observation(m, &target.region, &outcome);
+        let done = append(cli, wait, vec![Event::QuotaChecked(obs.clone())])?;
+        Ok(QuotaRecorded {
+            seq: done[0].seq,
+            obs,
+            outcome,
+        })
+    }
 
     /// `quota check`.
     pub fn run_quota(cli: &Cli, cmd: &QuotaCommand, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -64,18 +105,11 @@ mod with_aws {
         let l = lineage_state(cli, wait, a.lineage.as_deref())?;
         let private = optional_private(&l, &a.private)?;
         let (session, target) = open_session(&l, private.as_ref())?;
-        let m = &l.frozen.manifest.public;
-        // GATE-1: no quota call under an identity other than the frozen one.
-        let outcome = match queried_identity(&session, &l, private.as_ref()) {
-            Ok(_) => aws::measure_quota(&session, m),
-            Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
-            Err(e) => Err(e),
-        };
-        let obs = rules::quota_observation(m, &target.region, &outcome);
-        let done = append(cli, wait, vec![Event::QuotaChecked(obs.clone())])?;
+        let QuotaRecorded { seq, obs, outcome } =
+            check_quota(cli, wait, &l, &session, &target, private.as_ref())?;
         if a.json {
             let mut v = serde_json::to_value(&obs)?;
-            v["seq"] = json!(done[0].seq);
+            v["seq"] = json!(seq);
             v["central_live"] = json!(outcome.as_ref().ok().map(|n| n.central_live));
             print_json(&v)?;
         } else {
@@ -88,7 +122,7 @@ mod with_aws {
                 obs.available_vcpu,
                 obs.required_vcpu,
                 if obs.status == Status::Pass { "holds" } else { "does not hold" },
-                done[0].seq
+                seq
             )?;
         }
         Ok(match &outcome {

@@ -10,5 +10,6 @@ pub mod decide;
 pub mod freeze;
 pub mod lineage;
 pub mod projections;
+pub mod run_plan;
 pub mod trial_config;
 pub mod verdict;

@@ -32,9 +32,29 @@ echo "test-aws: moto at $BENCHLEDGER_AWS_ENDPOINT_URL" >&2
 # Credentials must never come from the ambient environment in these tests.
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
 
+# Runs cargo test and fails when its filter selected no test at all (a
+# renamed test must not turn this script into a silent pass).
+run_some() {
+  local out
+  out="$(mktemp "$run_dir/cargo-test.XXXXXX")"
+  set +e
+  cargo test --features aws "$@" 2>&1 | tee "$out"
+  local code="${PIPESTATUS[0]}"
+  set -e
+  if [[ "$code" -ne 0 ]]; then
+    exit "$code"
+  fi
+  if ! grep -Eq '^running [1-9][0-9]* tests?$' "$out"; then
+    echo "test-aws: cargo test $* ran 0 tests; the filter selects nothing" >&2
+    exit 1
+  fi
+}
+
 if [[ $# -gt 0 ]]; then
-  cargo test --features aws "$@"
+  run_some "$@"
 else
-  cargo test --features aws --lib aws:: -- --include-ignored
-  cargo test --features aws --test cli moto_ -- --include-ignored
+  run_some --lib aws:: -- --include-ignored
+  # The CLI tests named moto_* (replay-tests/cli/run.rs, module moto): every
+  # AWS verb and `run` end to end.
+  run_some --test cli moto_ -- --include-ignored
 fi

@@ -1,0 +1,686 @@
+//! `benchledger run GROUP [LINEAGE]`: drives a group through the gates,
+//! its launches, evidence, cleanup and seal. Every decision is
+//! `method::run_plan::next_step` on the replayed ledger and the facts on
+//! disk; every action goes through the verbs' own functions (the same
+//! decide path as `case start`, `ingest harbor`, `group close`, ...), so a
+//! rerun after a kill continues where the log says and never relaunches a
+//! started identity (CASE-4).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitCode};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::case::{self, Exited, StartRequest};
+use crate::cli::common::*;
+use crate::cli::out::outln;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::gates::checks;
+use crate::log::ledger::Ledger;
+use crate::method::projections::LineageState;
+use crate::method::run_plan::{self, EvidenceKind, Facts, GateId, Orphan, RunHistory, Step};
+use crate::schema::events::{CaseRef, GroupRef, Status};
+use crate::schema::names::trial_name;
+use crate::schema::rule::Rule;
+use crate::schema::time::now_utc_ns;
+
+/// `run GROUP [LINEAGE]`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The group (`GROUP` or `LINEAGE/GROUP`).
+    pub group: String,
+    /// The lineage, when the ledger holds several.
+    pub lineage: Option<String>,
+    /// Print every gate's state and the next step; change nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// One JSON document per step on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Terminate what the cleanup audit proves is the run's (CLEAN-2).
+    #[arg(long)]
+    pub terminate: bool,
+    /// The base URL of the group's daemon (health and sentinels); default
+    /// the frozen daemon host and the group's first port.
+    #[arg(long, value_name = "URL")]
+    pub daemon_url: Option<String>,
+    /// The private manifest (the AWS gates need its commitments).
+    #[arg(long, value_name = "FILE")]
+    pub private: Option<PathBuf>,
+    /// Milliseconds between looks at the launched processes.
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    pub poll_ms: u64,
+}
+
+/// A launched process this run waits for.
+struct Running {
+    child: Child,
+    group: GroupRef,
+    log_path: PathBuf,
+    started: Instant,
+}
+
+/// What one `run` invocation remembers beyond the ledger.
+struct Runner<'a> {
+    cli: &'a Cli,
+    wait: Duration,
+    args: &'a RunArgs,
+    spec: String,
+    group: String,
+    running: BTreeMap<CaseRef, Running>,
+    evidence_gathered: bool,
+    audit_failed_here: bool,
+    aws_recorded: bool,
+}
+
+/// Whether this build relies on recorded AWS observations.
+fn aws_recorded() -> anyhow::Result<bool> {
+    if cfg!(feature = "aws") {
+        return Ok(false);
+    }
+    require_aws_gates("run")?;
+    Ok(true)
+}
+
+/// `run`.
+pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let spec = match &a.lineage {
+        Some(l) if !a.group.contains('/') => format!("{l}/{}", a.group),
+        _ => a.group.clone(),
+    };
+    let (_, group) = parse_group(&spec);
+    let mut r = Runner {
+        cli,
+        wait,
+        args: a,
+        spec,
+        group,
+        running: BTreeMap::new(),
+        evidence_gathered: false,
+        audit_failed_here: false,
+        aws_recorded: !a.plan && aws_recorded()?,
+    };
+    if a.plan {
+        r.aws_recorded = !cfg!(feature = "aws");
+        let plan = r.plan_now()?.0;
+        return print_plan(&plan, a.json);
+    }
+    loop {
+        r.reap()?;
+        let (plan, l) = r.plan_now()?;
+        if a.json {
+            print_json(&serde_json::to_value(&plan.next)?)?;
+        }
+        if let Some(code) = r.act(&l, plan.next)? {
+            return Ok(code);
+        }
+    }
+}
+
+fn print_plan(plan: &run_plan::RunPlan, as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        print_json(&serde_json::to_value(plan)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("{}: concurrency {}", plan.group, plan.concurrency)?;
+    let c = plan.cases;
+    outln!(
+        "cases: {} total, {} done, {} running, {} left",
+        c.total,
+        c.done,
+        c.running,
+        c.left
+    )?;
+    outln!(
+        "spend: {} of {} micro-USD",
+        plan.spend_micro_usd,
+        plan.spend_limit_micro_usd
+    )?;
+    for g in &plan.gates {
+        outln!(
+            "gate {:<18} {:<8} {:<40} {}",
+            g.gate.name(),
+            g.rule.to_string(),
+            g.target,
+            serde_json::to_string(&g.state)?
+        )?;
+    }
+    outln!("next: {}", serde_json::to_string(&plan.next)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Harbor trial directories under the jobs dir (job dirs hold trial
+/// dirs), and those with a `result.json`.
+fn trial_dirs(jobs: &Path) -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let (mut dirs, mut results) = (BTreeSet::new(), BTreeSet::new());
+    let Ok(jobs_list) = std::fs::read_dir(jobs) else {
+        return Ok((dirs, results));
+    };
+    for job in jobs_list {
+        let job = job?;
+        if !job.file_type()?.is_dir() {
+            continue;
+        }
+        for trial in std::fs::read_dir(job.path())? {
+            let trial = trial?;
+            if !trial.file_type()?.is_dir() {
+                continue;
+            }
+            let name = trial.file_name().to_string_lossy().into_owned();
+            if trial.path().join("result.json").is_file() {
+                results.insert(name.clone());
+            }
+            dirs.insert(name);
+        }
+    }
+    Ok((dirs, results))
+}
+
+/// The group's frozen output directory.
+fn out_dir(l: &LineageState, group: &str) -> PathBuf {
+    let m = &l.frozen.manifest.public;
+    m.groups
+        .iter()
+        .find(|g| g.name == group)
+        .map_or_else(|| PathBuf::from("."), |g| PathBuf::from(&g.out_dir))
+}
+
+fn group_ref(l: &LineageState, group: &str) -> GroupRef {
+    GroupRef {
+        lineage: l.frozen.lineage.clone(),
+        group: group.to_string(),
+    }
+}
+
+/// A run that cannot go on without the operator: exit 4, the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("run {0}")]
+struct RunBlocked(String);
+
+impl Runner<'_> {
+    /// Replays the ledger, folds the history, gathers the facts and asks
+    /// the planner for the next step (the lock is released on return).
+    fn plan_now(&self) -> anyhow::Result<(run_plan::RunPlan, LineageState)> {
+        let (lineage, _) = parse_group(&self.spec);
+        let ledger = Ledger::open(&self.cli.ledger, self.wait)?;
+        let state = decide_state(&ledger)?;
+        let l = state.lineage(lineage.as_deref())?.clone();
+        let mut history = RunHistory::new(group_ref(&l, &self.group));
+        for rec in ledger.records()? {
+            let rec = rec?;
+            history.apply(rec.decoded.record.seq, &rec.decoded.event);
+        }
+        drop(ledger);
+        let jobs = PathBuf::from(&l.frozen.manifest.public.harbor.jobs_dir);
+        let (dirs, results) = trial_dirs(&jobs)?;
+        let running: BTreeSet<CaseRef> = self.running.keys().cloned().collect();
+        let facts = Facts {
+            now_utc_ns: now_utc_ns(),
+            trial_dirs: &dirs,
+            results: &results,
+            running_here: &running,
+            history: &history,
+            stop_launching: false,
+            terminate: self.args.terminate,
+            evidence_gathered: self.evidence_gathered,
+            audit_failed_here: self.audit_failed_here,
+            last_poll_utc_ns: None,
+            aws_recorded: self.aws_recorded,
+        };
+        let plan = run_plan::next_step(&state, lineage.as_deref(), &self.group, &facts)?;
+        Ok((plan, l))
+    }
+
+    fn say(&self, line: &str) {
+        if !self.args.json {
+            eprintln!("benchledger run: {line}");
+        }
+    }
+
+    /// Does one step; `Some(code)` ends the run.
+    fn act(&mut self, l: &LineageState, step: Step) -> anyhow::Result<Option<ExitCode>> {
+        match step {
+            Step::OpenGroup => Err(RunBlocked(format!(
+                "needs {} opened: record its daemon start with `benchledger group open` (GATE-4), then run again",
+                self.spec
+            ))
+            .into()),
+            Step::TakeGates { gates } => self.take_gates(l, &gates).map(|()| None),
+            Step::Stop {
+                rule,
+                reason,
+                evidence_seq,
+            } => {
+                self.say(&format!("hard stop {rule}: {reason}"));
+                let events = run_plan::hard_stop(l, rule, &reason, evidence_seq);
+                if !events.is_empty() {
+                    append(self.cli, self.wait, events)?;
+                }
+                Ok(None)
+            }
+            Step::Launch { cases } => {
+                for c in cases {
+                    self.launch(l, c)?;
+                }
+                Ok(None)
+            }
+            Step::IngestResults { cases } => {
+                self.say(&format!("ingesting {} Harbor result(s)", cases.len()));
+                let jobs = PathBuf::from(&l.frozen.manifest.public.harbor.jobs_dir);
+                crate::cli::ingest::ingest_harbor_dir(self.cli, self.wait, &self.spec, &jobs)?;
+                Ok(None)
+            }
+            Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
+            Step::Wait { until_utc_ns, .. } => self.wait_for_exits(until_utc_ns).map(|()| None),
+            Step::Paused => Ok(Some(ExitCode::SUCCESS)),
+            Step::Close => {
+                self.wait_all()?;
+                self.say(&format!("closing {}", self.spec));
+                crate::cli::group::close_group(self.cli, self.wait, &self.spec)?;
+                Ok(None)
+            }
+            Step::GatherEvidence => self.gather_evidence(l).map(|()| None),
+            Step::PollReceipts { request_ids } => Err(RunBlocked(format!(
+                "cannot poll receipts yet: {} request(s) pending; record them with `ingest receipts` and run again",
+                request_ids.len()
+            ))
+            .into()),
+            Step::WaitUntil { until_utc_ns, why } => {
+                self.say(&format!("waiting: {why}"));
+                let left = until_utc_ns.saturating_sub(now_utc_ns());
+                std::thread::sleep(Duration::from_nanos(left.min(1_000_000_000)));
+                Ok(None)
+            }
+            Step::Audit | Step::Terminate { .. } => self.cleanup(l, &step).map(|()| None),
+            Step::Seal => {
+                let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec)?;
+                self.say(&format!("sealed {}: {}", self.spec, s.status));
+                Ok(None)
+            }
+            Step::Done { status } => {
+                if !self.args.json {
+                    outln!("{} sealed: {status}", self.spec)?;
+                }
+                Ok(Some(ExitCode::SUCCESS))
+            }
+            Step::Blocked { reason } => Err(RunBlocked(format!("is blocked: {reason}")).into()),
+        }
+    }
+
+    /// Takes the batch's gates in order; stops at the first failing one so
+    /// nothing reaches quota or EC2 under another identity (GATE-1).
+    fn take_gates(&mut self, l: &LineageState, gates: &[GateId]) -> anyhow::Result<()> {
+        for gate in gates {
+            self.say(&format!("gate {}", gate.name()));
+            let status = match *gate {
+                GateId::DaemonHealth => {
+                    let url = format!("{}/health", self.daemon_base(l)?);
+                    let r = crate::cli::check::daemon_health(
+                        self.cli,
+                        self.wait,
+                        l,
+                        &self.group,
+                        &url,
+                    )?;
+                    r.obs.status
+                }
+                GateId::Sentinel(tier) => {
+                    let base = self.daemon_base(l)?;
+                    let r = crate::cli::check::sentinel(
+                        self.cli,
+                        self.wait,
+                        l,
+                        tier,
+                        Some(&self.group),
+                        Some(&base),
+                    )?;
+                    r.obs.status
+                }
+                aws_gate => self.take_aws_gate(l, aws_gate)?,
+            };
+            if status != Status::Pass {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "aws"))]
+    fn take_aws_gate(&mut self, _l: &LineageState, gate: GateId) -> anyhow::Result<Status> {
+        Err(NeedsAws(format!(
+            "the {} gate of {} is missing or stale and this build cannot take it: record it with an `aws` build (`identity prove`, `quota check`, `check residue`) and run again, or {AWS_BUILD_HINT}",
+            gate.name(),
+            self.spec
+        ))
+        .into())
+    }
+
+    #[cfg(feature = "aws")]
+    fn take_aws_gate(&mut self, l: &LineageState, gate: GateId) -> anyhow::Result<Status> {
+        let private = crate::cli::aws::optional_private(l, &self.args.private)?;
+        let (session, target) = crate::cli::aws::open_session(l, private.as_ref())?;
+        Ok(match gate {
+            GateId::Identity => {
+                let p = private.as_ref().ok_or_else(|| {
+                    BadUsage("run needs --private FILE to prove the identity (GATE-1)".into())
+                })?;
+                crate::cli::identity::prove(self.cli, self.wait, l, &session, &target, p)?
+                    .obs
+                    .status
+            }
+            GateId::Quota => {
+                crate::cli::quota::check_quota(
+                    self.cli,
+                    self.wait,
+                    l,
+                    &session,
+                    &target,
+                    private.as_ref(),
+                )?
+                .obs
+                .status
+            }
+            _ => {
+                crate::cli::check::residue_check(
+                    self.cli,
+                    self.wait,
+                    l,
+                    &self.group,
+                    &session,
+                    &target,
+                    private.as_ref(),
+                )?
+                .0
+                .obs
+                .status
+            }
+        })
+    }
+
+    fn daemon_base(&self, l: &LineageState) -> anyhow::Result<String> {
+        if let Some(u) = &self.args.daemon_url {
+            return Ok(u.trim_end_matches('/').to_string());
+        }
+        let m = &l.frozen.manifest.public;
+        let port = m
+            .groups
+            .iter()
+            .find(|g| g.name == self.group)
+            .and_then(|g| g.ports.first().copied())
+            .ok_or_else(|| Error::input(format!("group {:?} has no port", self.group)))?;
+        Ok(checks::daemon_base_url(&m.central.daemon_host, port))
+    }
+
+    /// Renders, validates with the frozen validator (BIND-7) and starts one
+    /// case through `case start`'s decide path, then spawns the frozen
+    /// launch command.
+    fn launch(&mut self, l: &LineageState, case: CaseRef) -> anyhow::Result<()> {
+        let m = &l.frozen.manifest.public;
+        let plan = run_plan::plan_of(l)?;
+        let name = trial_name(&case.task, &self.group, &case);
+        let configs = out_dir(l, &self.group).join("trial-configs");
+        std::fs::create_dir_all(&configs)
+            .map_err(|e| Error::io(format!("create {}", configs.display()), e))?;
+        let config = configs.join(format!("{name}.json"));
+        case::render_config(self.cli, self.wait, &self.spec, &case, &config)?;
+        validate(self.cli, self.wait, l, &config)?;
+        let log = case::default_log_path(m, &self.group, &name);
+        let values: BTreeMap<&str, String> = [
+            ("config", config.display().to_string()),
+            ("trial_name", name.clone()),
+            ("jobs_dir", m.harbor.jobs_dir.clone()),
+            ("group", self.group.clone()),
+            ("task", case.task.clone()),
+            ("trial", case.trial.clone()),
+            ("log", log.display().to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let command = crate::schema::plan::fill(&plan.launch.command, &values)
+            .map_err(|e| Error::input(format!("launch.command: {e}")))?;
+        let s = case::start_case(
+            self.cli,
+            self.wait,
+            StartRequest {
+                group: &self.spec,
+                case,
+                config: Some(&config),
+                log: Some(log),
+                command: command.clone(),
+            },
+        )?;
+        self.say(&format!(
+            "launched {name} (case_started seq {})",
+            s.started.seq
+        ));
+        let child = case::spawn_command(&command, &s.env, &s.log_path)?;
+        self.running.insert(
+            s.case,
+            Running {
+                child,
+                group: s.group,
+                log_path: s.log_path,
+                started: Instant::now(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Records the exit of every launched process that ended; whether one
+    /// did.
+    fn reap(&mut self) -> anyhow::Result<bool> {
+        let mut exited = Vec::new();
+        for (case, r) in &mut self.running {
+            if let Some(status) = r
+                .child
+                .try_wait()
+                .map_err(|e| Error::io("wait for a launched command".to_string(), e))?
+            {
+                exited.push((case.clone(), status));
+            }
+        }
+        let any = !exited.is_empty();
+        for (case, status) in exited {
+            let r = self
+                .running
+                .remove(&case)
+                .expect("an exited case was running");
+            let e: Exited = case::exited_of(status, r.started.elapsed(), &r.log_path)?;
+            self.say(&format!("{} exited ({:?})", case.label(), e.exit_code));
+            case::record_exit(self.cli, self.wait, r.group, &case, &e, &r.log_path)?;
+        }
+        Ok(any)
+    }
+
+    /// Waits a moment for a launched process, or until `until` when
+    /// nothing of ours runs.
+    fn wait_for_exits(&mut self, until: Option<u64>) -> anyhow::Result<()> {
+        if self.reap()? {
+            return Ok(());
+        }
+        let pause = Duration::from_millis(self.args.poll_ms.max(10));
+        let pause = match (self.running.is_empty(), until) {
+            (true, Some(t)) => pause.max(Duration::from_nanos(
+                t.saturating_sub(now_utc_ns()).min(1_000_000_000),
+            )),
+            _ => pause,
+        };
+        std::thread::sleep(pause);
+        Ok(())
+    }
+
+    /// Waits for every process this run launched (before the close).
+    fn wait_all(&mut self) -> anyhow::Result<()> {
+        while !self.running.is_empty() {
+            if !self.reap()? {
+                std::thread::sleep(Duration::from_millis(self.args.poll_ms.max(10)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Started cases without a result or a process: terminal_invalid on a
+    /// listing of their trial directory (CASE-3).
+    fn invalidate(&mut self, l: &LineageState, orphans: &[Orphan]) -> anyhow::Result<()> {
+        let dir = out_dir(l, &self.group).join("invalidations");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        let jobs = PathBuf::from(&l.frozen.manifest.public.harbor.jobs_dir);
+        for o in orphans {
+            let listing = dir.join(format!("{}.json", o.trial_name));
+            let body = json!({
+                "trial_name": o.trial_name,
+                "jobs_dir": jobs.display().to_string(),
+                "reason": serde_json::to_value(o.reason)?,
+                "observed_utc_ns": now_utc_ns(),
+                "result_json_present": false,
+            });
+            std::fs::write(&listing, serde_json::to_vec_pretty(&body)?)
+                .map_err(|e| Error::io(format!("write {}", listing.display()), e))?;
+            self.say(&format!("{} has no result: terminal_invalid", o.trial_name));
+            case::invalidate_case(self.cli, self.wait, &self.spec, &o.case, o.reason, &listing)?;
+        }
+        Ok(())
+    }
+
+    /// The group's BitRouter evidence from its frozen output directory:
+    /// `{out_dir}/{kind}.jsonl`, the usage exported first by the frozen
+    /// command when absent.
+    fn gather_evidence(&mut self, l: &LineageState) -> anyhow::Result<()> {
+        self.evidence_gathered = true;
+        let plan = run_plan::plan_of(l)?;
+        let m = &l.frozen.manifest.public;
+        let dir = out_dir(l, &self.group);
+        for kind in EvidenceKind::ALL {
+            let file = dir.join(format!("{}.jsonl", kind.name()));
+            if kind == EvidenceKind::Usage
+                && !file.exists()
+                && !plan.evidence.usage_export.is_empty()
+            {
+                let db = m
+                    .groups
+                    .iter()
+                    .find(|g| g.name == self.group)
+                    .map(|g| g.db_path.clone())
+                    .unwrap_or_default();
+                let values: BTreeMap<&str, String> =
+                    [("db_path", db), ("out", file.display().to_string())]
+                        .into_iter()
+                        .collect();
+                let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
+                    .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
+                let log = dir.join("usage-export.log");
+                let child = case::spawn_command(&argv, &case::child_env(l), &log)?;
+                wait_child(child)?;
+            }
+            if !file.exists() {
+                self.say(&format!("no {} at {}", kind.name(), file.display()));
+                continue;
+            }
+            let parse = crate::cli::ingest::row_parser(kind.name())
+                .expect("every evidence kind has a row parser");
+            crate::cli::ingest::ingest_file(
+                self.cli,
+                self.wait,
+                &self.spec,
+                &file,
+                kind.name(),
+                parse,
+                false,
+            )?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "aws"))]
+    fn cleanup(&mut self, _l: &LineageState, step: &Step) -> anyhow::Result<()> {
+        self.audit_failed_here = true;
+        Err(NeedsAws(format!(
+            "the {} of {} calls AWS and this build cannot: record it with an `aws` build (`cleanup audit`) and run again, or {AWS_BUILD_HINT}",
+            if matches!(step, Step::Audit) { "cleanup audit" } else { "termination" },
+            self.spec
+        ))
+        .into())
+    }
+
+    #[cfg(feature = "aws")]
+    fn cleanup(&mut self, l: &LineageState, step: &Step) -> anyhow::Result<()> {
+        let private = crate::cli::aws::optional_private(l, &self.args.private)?;
+        let (session, _) = crate::cli::aws::open_session(l, private.as_ref())?;
+        if matches!(step, Step::Audit) {
+            self.say("cleanup audit");
+            let (_, audit) = crate::cli::cleanup::audit_and_record(
+                self.cli,
+                self.wait,
+                l,
+                &self.group,
+                &session,
+                private.as_ref(),
+            )?;
+            if audit.error.is_some() {
+                self.audit_failed_here = true;
+            }
+        } else {
+            self.say("terminating what the audit proved is the run's");
+            crate::cli::cleanup::terminate_from_audit(
+                self.cli,
+                self.wait,
+                l,
+                &self.group,
+                &session,
+                private.as_ref(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn wait_child(mut child: Child) -> anyhow::Result<()> {
+    let status = child
+        .wait()
+        .map_err(|e| Error::io("wait for the usage export".to_string(), e))?;
+    if !status.success() {
+        return Err(Error::input(format!("the frozen usage export exited with {status}")).into());
+    }
+    Ok(())
+}
+
+/// The frozen validator (BIND-7): its program must hash to the frozen
+/// BLAKE3 before it runs; the outcome is recorded (GATE-7).
+fn validate(cli: &Cli, wait: Duration, l: &LineageState, config: &Path) -> anyhow::Result<()> {
+    let plan = run_plan::plan_of(l)?;
+    let v = &plan.binding.validator;
+    let (_, program_blake3) = blake3_file(Path::new(&v.program))?;
+    if program_blake3 != v.program_blake3 {
+        return Err(Error::Refused {
+            rule: Rule::Bind7,
+            message: format!(
+                "validator program {} hashes to {program_blake3}, not the frozen {}; nothing launched",
+                v.program, v.program_blake3
+            ),
+        }
+        .into());
+    }
+    let values: BTreeMap<&str, String> = [("config", config.display().to_string())]
+        .into_iter()
+        .collect();
+    let argv = crate::schema::plan::fill(&v.command, &values)
+        .map_err(|e| Error::input(format!("binding.validator.command: {e}")))?;
+    let r = crate::cli::check::validate_config(cli, wait, l, config, &argv)?;
+    if r.obs.status != Status::Pass {
+        return Err(Error::Refused {
+            rule: Rule::Gate7,
+            message: format!(
+                "the frozen validator rejected {} (recorded at seq {}); the case is not started",
+                config.display(),
+                r.seq
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,550 @@
+//! What `benchledger run` does next, as a pure function of the replayed
+//! state and the facts the CLI gathered (the Harbor trial directories on
+//! disk, the processes it is waiting for, the clock): which gates are not
+//! good for the next batch (GATE-1..3), which identities may launch
+//! (CASE-4), how many at once (CASE-7), when to close the group (CASE-9),
+//! which evidence to gather and which receipts to poll (SETTLE-8), when to
+//! audit, terminate and seal (CLEAN-1..3, VERDICT-4), and when a hard stop
+//! ends launching (VERDICT-3).
+//!
+//! A batch is up to `concurrency` cases launched together after every gate
+//! was observed for it; the next batch waits until every case of this one
+//! is terminal (a running case's sandbox is run-tagged, so the residue gate
+//! of the next batch could not pass while it lives).
+//!
+//! The executor (`cli::run`) asks for the next step, does exactly that one
+//! step through the verbs' own functions (every result appended to the
+//! ledger), and asks again; the ledger is its only memory, so a rerun after
+//! a kill continues where the log says.
+
+mod gates;
+mod history;
+#[cfg(test)]
+mod tests;
+
+pub use gates::{gate_lines, gates_of, last_start_seq, GateId, GateLine, GateState};
+pub use history::{poll_file_name, poll_key, EvidenceKind, RunHistory, RECONCILE_ROLE};
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::method::lineage::earlier_groups_done;
+use crate::method::projections::{CaseStatus, GroupState, LineageState, State};
+use crate::method::verdict::{self, Series, SettlementState};
+use crate::schema::events::{CaseRef, Event, InvalidReason, LineageStopped};
+use crate::schema::names::trial_name;
+use crate::schema::plan::Plan;
+use crate::schema::rule::Rule;
+
+/// The facts `run` gathered for one decision.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// Now, ns since the epoch (UTC).
+    pub now_utc_ns: u64,
+    /// Harbor trial directory names under the frozen jobs directory: an
+    /// identity with one never launches (CASE-4).
+    pub trial_dirs: &'a BTreeSet<String>,
+    /// The trial directories that hold a `result.json`.
+    pub results: &'a BTreeSet<String>,
+    /// Cases whose launched process this run is waiting for.
+    pub running_here: &'a BTreeSet<CaseRef>,
+    /// The group's history beyond the state.
+    pub history: &'a RunHistory,
+    /// The operator asked to stop launching (Ctrl-C).
+    pub stop_launching: bool,
+    /// Terminate what the cleanup audit proves is the run's (`--terminate`).
+    pub terminate: bool,
+    /// This run already gathered the group's evidence.
+    pub evidence_gathered: bool,
+    /// This run already tried a cleanup audit that could not run.
+    pub audit_failed_here: bool,
+    /// When this run last polled receipts, ns since the epoch.
+    pub last_poll_utc_ns: Option<u64>,
+    /// A build without the AWS gates relies on the identity, quota and
+    /// residue observations an `aws` build recorded: they count while
+    /// passing and fresh, not once per batch (`BENCHLEDGER_AWS_GATES=recorded`).
+    pub aws_recorded: bool,
+}
+
+/// A started case that no process of this run is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Orphan {
+    /// The case.
+    pub case: CaseRef,
+    /// Its Harbor trial name.
+    pub trial_name: String,
+    /// Why it is terminal_invalid when it has no result (CASE-3).
+    pub reason: InvalidReason,
+}
+
+/// The one thing to do next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// The group's daemon start is not recorded (GATE-4): `group open`, or
+    /// `run --daemon-binary --daemon-config`.
+    OpenGroup,
+    /// Take these gates before the next batch, in this order (GATE-1..3).
+    TakeGates {
+        /// The gates.
+        gates: Vec<GateId>,
+    },
+    /// A gate failed before the batch, or the spend limit was crossed:
+    /// record the hard stop (VERDICT-3) and wind down.
+    Stop {
+        /// The rule that stops the lineage.
+        rule: Rule,
+        /// Why.
+        reason: String,
+        /// The observation that failed.
+        evidence_seq: Option<u64>,
+    },
+    /// Render, validate and start these identities, then launch each one.
+    Launch {
+        /// The identities, at most the free concurrency.
+        cases: Vec<CaseRef>,
+    },
+    /// Ingest the Harbor results on disk of these started cases.
+    IngestResults {
+        /// The cases.
+        cases: Vec<CaseRef>,
+    },
+    /// Started cases without a result and without a process to wait for,
+    /// past their launch timeout: terminal_invalid on a listing of their
+    /// trial directory (CASE-3, CASE-8; never relaunched, CASE-2).
+    Invalidate {
+        /// The cases and why.
+        orphans: Vec<Orphan>,
+    },
+    /// Wait for launched processes or for a result until `until_utc_ns`.
+    Wait {
+        /// The cases waited for.
+        cases: Vec<CaseRef>,
+        /// The latest time worth waiting until, if bounded.
+        until_utc_ns: Option<u64>,
+    },
+    /// Launching stopped on the operator's request and nothing runs.
+    Paused,
+    /// End launches (CASE-9).
+    Close,
+    /// Ingest the group's BitRouter evidence from its frozen paths.
+    GatherEvidence,
+    /// Poll the receipts of these pending requests once each (SETTLE-8).
+    PollReceipts {
+        /// The request ids.
+        request_ids: Vec<String>,
+    },
+    /// Nothing to do before `until_utc_ns` (the next poll, or the end of the
+    /// settlement grace while requests are pending).
+    WaitUntil {
+        /// When.
+        until_utc_ns: u64,
+        /// Why.
+        why: String,
+    },
+    /// The exact-tag cleanup audit (CLEAN-1).
+    Audit,
+    /// Terminate what the audit at `audit_seq` proved is the run's.
+    Terminate {
+        /// The audit acted on.
+        audit_seq: u64,
+    },
+    /// Attest the verdict (VERDICT-4).
+    Seal,
+    /// The group is sealed.
+    Done {
+        /// Its status.
+        status: String,
+    },
+    /// Nothing can be done now; the operator must act.
+    Blocked {
+        /// What to do.
+        reason: String,
+    },
+}
+
+/// Case counts of the group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CaseCounts {
+    /// Identities of the group (CASE-8).
+    pub total: u64,
+    /// Terminal.
+    pub done: u64,
+    /// Started, not terminal.
+    pub running: u64,
+    /// Not started.
+    pub left: u64,
+}
+
+/// The plan: every gate's state, the case counts, spend and the next step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunPlan {
+    /// `LINEAGE/GROUP`.
+    pub group: String,
+    /// The frozen concurrency.
+    pub concurrency: u32,
+    /// The gates of the next batch.
+    pub gates: Vec<GateLine>,
+    /// Case counts.
+    pub cases: CaseCounts,
+    /// The lineage's spend so far, micro-USD (actual and notional series).
+    pub spend_micro_usd: u64,
+    /// The frozen spend stop limit, micro-USD.
+    pub spend_limit_micro_usd: u64,
+    /// What to do next.
+    pub next: Step,
+}
+
+/// The lineage's frozen plan (manifest v2): `run` needs it.
+pub fn plan_of(l: &LineageState) -> Result<&Plan> {
+    l.plan.as_ref().ok_or_else(|| {
+        Error::input(format!(
+            "lineage {:?} was frozen as manifest v1, which has no [launch] and [evidence]: `run` needs a lineage frozen with manifest_version = 2",
+            l.frozen.lineage
+        ))
+    })
+}
+
+/// The lineage's spend so far over the actual and notional series (the
+/// safety limit's figure, SETTLE-6).
+pub fn lineage_spend(l: &LineageState) -> u64 {
+    let m = &l.frozen.manifest.public;
+    l.groups
+        .values()
+        .flat_map(|g| {
+            verdict::settlement(m, g)
+                .series_micro_usd
+                .into_iter()
+                .filter(|(s, _)| matches!(s, Series::Actual | Series::Notional))
+                .map(|(_, v)| v)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+fn counts(l: &LineageState, group: &str, g: Option<&GroupState>) -> CaseCounts {
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    let ids = crate::method::lineage::group_identities(l, group);
+    let mut out = CaseCounts {
+        total: ids.len() as u64,
+        ..CaseCounts::default()
+    };
+    for case in &ids {
+        let status = g
+            .and_then(|g| g.cases.get(case))
+            .map_or(CaseStatus::NotStarted, |c| c.status(accepted));
+        match status {
+            CaseStatus::NotStarted => out.left += 1,
+            CaseStatus::Started => out.running += 1,
+            _ => out.done += 1,
+        }
+    }
+    // Replacements (CASE-6) are extra identities.
+    for c in g
+        .iter()
+        .flat_map(|g| g.cases.iter())
+        .filter(|(k, _)| k.replacement > 0)
+        .map(|(_, c)| c)
+    {
+        out.total += 1;
+        match c.status(accepted) {
+            CaseStatus::NotStarted => out.left += 1,
+            CaseStatus::Started => out.running += 1,
+            _ => out.done += 1,
+        }
+    }
+    out
+}
+
+/// The hard stop `run` records (VERDICT-3): nothing when the lineage is
+/// already stopped.
+pub fn hard_stop(
+    l: &LineageState,
+    rule: Rule,
+    reason: &str,
+    evidence_seq: Option<u64>,
+) -> Vec<Event> {
+    if l.stopped.is_some() {
+        return Vec::new();
+    }
+    vec![Event::LineageStopped(LineageStopped {
+        lineage: l.frozen.lineage.clone(),
+        rule: rule.into(),
+        reason: reason.to_string(),
+        evidence_seq,
+    })]
+}
+
+/// What `run` does next for `group`, and every gate's state.
+pub fn next_step(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    f: &Facts<'_>,
+) -> Result<RunPlan> {
+    let l = state.lineage(lineage)?;
+    let m = &l.frozen.manifest.public;
+    let plan = plan_of(l)?;
+    if !m.group_names().contains(&group) {
+        return Err(Error::Refused {
+            rule: Rule::Lineage1,
+            message: format!(
+                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                m.group_names(),
+                l.frozen.lineage
+            ),
+        });
+    }
+    let g = l.groups.get(group);
+    let next = step(state, l, plan, group, f)?;
+    Ok(RunPlan {
+        group: format!("{}/{group}", l.frozen.lineage),
+        concurrency: m.limits.concurrency,
+        gates: gate_lines(l, group, f.now_utc_ns, f.aws_recorded),
+        cases: counts(l, group, g),
+        spend_micro_usd: lineage_spend(l),
+        spend_limit_micro_usd: m.limits.spend_stop_micro_usd,
+        next,
+    })
+}
+
+fn step(state: &State, l: &LineageState, plan: &Plan, group: &str, f: &Facts<'_>) -> Result<Step> {
+    let g = l.groups.get(group);
+    if let Some((_, s)) = g.and_then(|g| g.sealed.as_ref()) {
+        return Ok(Step::Done {
+            status: s.status.clone(),
+        });
+    }
+    let Some(g) = g.filter(|g| g.opened.is_some()) else {
+        if let Some((at, s)) = &l.stopped {
+            return Ok(Step::Blocked {
+                reason: format!(
+                    "lineage {:?} was stopped at seq {} ({}: {}) before {group} opened; nothing runs",
+                    l.frozen.lineage, at.seq, s.rule, s.reason
+                ),
+            });
+        }
+        earlier_groups_done(l, group)?;
+        return Ok(Step::OpenGroup);
+    };
+    if let Some(s) = started_cases_step(l, plan, group, g, f) {
+        return Ok(s);
+    }
+    if f.stop_launching {
+        return Ok(Step::Paused);
+    }
+    if g.closed.is_none() {
+        return launch_step(state, l, group, f);
+    }
+    Ok(after_close_step(l, plan, g, f))
+}
+
+/// Started cases that are not terminal: ingest a result on disk, wait for
+/// a process or a result, or invalidate past the launch timeout.
+fn started_cases_step(
+    l: &LineageState,
+    plan: &Plan,
+    group: &str,
+    g: &GroupState,
+    f: &Facts<'_>,
+) -> Option<Step> {
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    let timeout_ns = plan.launch.timeout_sec.saturating_mul(1_000_000_000);
+    let (mut ingest, mut orphans, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
+    let mut until: Option<u64> = None;
+    for (case, c) in g
+        .cases
+        .iter()
+        .filter(|(_, c)| c.status(accepted) == CaseStatus::Started)
+    {
+        let name = trial_name(&case.task, group, case);
+        if f.results.contains(&name) {
+            ingest.push(case.clone());
+        } else if f.running_here.contains(case) {
+            waiting.push(case.clone());
+        } else {
+            let started_ns = c.started.as_ref().map_or(0, |(at, _)| at.utc_ns);
+            let deadline = started_ns.saturating_add(timeout_ns);
+            if c.exited.is_some() || f.now_utc_ns >= deadline {
+                let reason = if c.exited.is_some() {
+                    InvalidReason::MissingVerifierResult
+                } else {
+                    InvalidReason::ControllerCrash
+                };
+                orphans.push(Orphan {
+                    case: case.clone(),
+                    trial_name: name,
+                    reason,
+                });
+            } else {
+                waiting.push(case.clone());
+                until = Some(until.map_or(deadline, |u| u.min(deadline)));
+            }
+        }
+    }
+    if !ingest.is_empty() {
+        return Some(Step::IngestResults { cases: ingest });
+    }
+    if !orphans.is_empty() {
+        return Some(Step::Invalidate { orphans });
+    }
+    if !waiting.is_empty() {
+        return Some(Step::Wait {
+            cases: waiting,
+            until_utc_ns: until,
+        });
+    }
+    None
+}
+
+/// Before the close: a hard stop winds down; otherwise the next batch's
+/// gates, then its launches.
+fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> Result<Step> {
+    let m = &l.frozen.manifest.public;
+    if l.stopped.is_some() {
+        return Ok(Step::Close);
+    }
+    let launchable: Vec<CaseRef> =
+        crate::method::decide::resume(state, Some(&l.frozen.lineage), group, f.trial_dirs)?
+            .into_iter()
+            .filter(|r| r.blocked.is_none())
+            .map(|r| r.case)
+            .collect();
+    if launchable.is_empty() {
+        return Ok(Step::Close);
+    }
+    let spend = lineage_spend(l);
+    if spend > m.limits.spend_stop_micro_usd {
+        return Ok(Step::Stop {
+            rule: Rule::Verdict3,
+            reason: format!(
+                "lineage spend {spend} micro-USD crossed the stop limit {}",
+                m.limits.spend_stop_micro_usd
+            ),
+            evidence_seq: None,
+        });
+    }
+    let lines = gate_lines(l, group, f.now_utc_ns, f.aws_recorded);
+    if let Some((line, seq)) = lines.iter().find_map(|x| match x.state {
+        GateState::Failed { seq } => Some((x, seq)),
+        _ => None,
+    }) {
+        return Ok(Step::Stop {
+            rule: line.rule,
+            reason: format!(
+                "the {} gate ({}) failed before a batch of {group} at seq {seq}",
+                line.gate.name(),
+                line.target
+            ),
+            evidence_seq: Some(seq),
+        });
+    }
+    let need: Vec<GateId> = lines
+        .iter()
+        .filter(|x| !matches!(x.state, GateState::Fresh { .. }))
+        .map(|x| x.gate)
+        .collect();
+    if !need.is_empty() {
+        return Ok(Step::TakeGates { gates: need });
+    }
+    let accepted = &m.harbor.accepted_exceptions;
+    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
+    let free = (m.limits.concurrency as usize).saturating_sub(running);
+    if free == 0 {
+        return Ok(Step::Blocked {
+            reason: format!(
+                "{running} case(s) of other groups are started and not terminal; the frozen concurrency is {} (CASE-7)",
+                m.limits.concurrency
+            ),
+        });
+    }
+    Ok(Step::Launch {
+        cases: launchable.into_iter().take(free).collect(),
+    })
+}
+
+/// After the close: evidence, receipts within the grace and budget, the
+/// cleanup audit (and termination), the seal.
+fn after_close_step(l: &LineageState, plan: &Plan, g: &GroupState, f: &Facts<'_>) -> Step {
+    let m = &l.frozen.manifest.public;
+    let closed = g
+        .closed
+        .expect("after_close_step is called on a closed group");
+    let all_recorded = EvidenceKind::ALL
+        .iter()
+        .all(|k| f.history.evidence_after_close.contains(k));
+    if !f.evidence_gathered && !all_recorded {
+        return Step::GatherEvidence;
+    }
+    let grace_end = closed
+        .utc_ns
+        .saturating_add(m.limits.settlement_grace_sec.saturating_mul(1_000_000_000));
+    let pending: Vec<String> = verdict::settlement(m, g)
+        .requests
+        .into_iter()
+        .filter(|r| r.state == SettlementState::Pending)
+        .map(|r| r.request_id)
+        .collect();
+    if !pending.is_empty() && f.now_utc_ns < grace_end {
+        let budget = m.limits.reconciliation_attempts;
+        let pollable: Vec<String> = pending
+            .iter()
+            .filter(|id| f.history.polls_of(id) < budget)
+            .cloned()
+            .collect();
+        if plan.evidence.reconcile.is_empty() || pollable.is_empty() {
+            return Step::WaitUntil {
+                until_utc_ns: grace_end,
+                why: format!(
+                    "{} request(s) pending and {}; the settlement grace ends then (SETTLE-8)",
+                    pending.len(),
+                    if plan.evidence.reconcile.is_empty() {
+                        "the plan has no reconcile command"
+                    } else {
+                        "every poll of the budget is spent"
+                    }
+                ),
+            };
+        }
+        let next_poll = f.last_poll_utc_ns.map(|t| {
+            t.saturating_add(plan.evidence.receipt_poll_sec.saturating_mul(1_000_000_000))
+        });
+        if let Some(t) = next_poll.filter(|t| *t > f.now_utc_ns) {
+            return Step::WaitUntil {
+                until_utc_ns: t.min(grace_end),
+                why: format!(
+                    "{} request(s) pending: the next receipt poll",
+                    pollable.len()
+                ),
+            };
+        }
+        return Step::PollReceipts {
+            request_ids: pollable,
+        };
+    }
+    cleanup_step(g, closed.seq, f)
+}
+
+fn cleanup_step(g: &GroupState, closed_seq: u64, f: &Facts<'_>) -> Step {
+    let audit = g.cleanup.as_ref().filter(|(at, _)| at.seq > closed_seq);
+    let Some((at, a)) = audit else {
+        return Step::Audit;
+    };
+    if let Some(e) = &a.error {
+        if f.audit_failed_here {
+            return Step::Blocked {
+                reason: format!(
+                    "the cleanup audit at seq {} could not run ({e}); fix the AWS access and run again",
+                    at.seq
+                ),
+            };
+        }
+        return Step::Audit;
+    }
+    let residue = a.status != crate::schema::events::Status::Pass;
+    if residue && f.terminate && !f.history.terminated_audits.contains(&at.seq) {
+        return Step::Terminate { audit_seq: at.seq };
+    }
+    Step::Seal
+}
