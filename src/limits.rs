@@ -9,6 +9,13 @@ pub const RECORD_BYTES_MAX: usize = 1024 * 1024;
 pub const APPEND_BATCH_RECORDS_MAX: usize = 250_000;
 /// Most encoded bytes one atomic append may carry.
 pub const APPEND_BATCH_BYTES_MAX: usize = 128 * 1024 * 1024;
+/// Most records one sealed segment of the store holds (SPEC.md section 5).
+pub const SEGMENT_RECORDS_MAX: usize = 1024;
+/// Most encoded bytes one segment of the store holds, unless it holds a
+/// single record larger than this (SPEC.md section 5). Below sled 0.34's
+/// blob threshold (a quarter of its 512 KiB log segment), so a segment is
+/// stored inside sled's log rather than as a file of its own.
+pub const SEGMENT_BYTES_MAX: usize = 64 * 1024;
 /// Longest actor name (`operator:alice`, `ci`), in bytes.
 pub const ACTOR_BYTES_MAX: usize = 64;
 /// Longest client idempotency key, in bytes.
