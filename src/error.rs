@@ -170,3 +170,52 @@ pub fn is_environment(e: &std::io::Error) -> bool {
 
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_keeps_its_kind_and_is_the_source() {
+        use std::error::Error as _;
+        for kind in [
+            std::io::ErrorKind::StorageFull,
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::BrokenPipe,
+        ] {
+            let e = Error::io("flush", std::io::Error::from(kind));
+            assert_eq!(e.io_kind(), Some(kind));
+            assert_eq!(e.class(), ExitClass::Environment);
+            let source = e.source().expect("a source");
+            let io = source
+                .downcast_ref::<std::io::Error>()
+                .expect("an io::Error");
+            assert_eq!(io.kind(), kind);
+        }
+        let enospc = Error::io("append", std::io::Error::from_raw_os_error(28));
+        assert_eq!(enospc.io_kind(), Some(std::io::ErrorKind::StorageFull));
+        let chain = format!("{:#}", anyhow::Error::from(enospc));
+        assert!(
+            chain.contains("storage failure at append")
+                && chain.contains("No space left on device"),
+            "{chain}"
+        );
+        // anything else that displays becomes an Other io error with its text
+        let other = Error::io("aws", "throttled".to_string());
+        assert_eq!(other.io_kind(), Some(std::io::ErrorKind::Other));
+        assert_eq!(other.source().unwrap().to_string(), "throttled");
+    }
+
+    #[test]
+    fn the_environment_is_no_space_no_permission_a_lock_not_unreadable_bytes() {
+        use std::io::{Error as E, ErrorKind as K};
+        for env in [28, 122, 13, 1, 30, 11, 16, 12, 24, 23, 4] {
+            assert!(is_environment(&E::from_raw_os_error(env)), "errno {env}");
+        }
+        for damage in [K::UnexpectedEof, K::InvalidData, K::NotFound, K::Other] {
+            assert!(!is_environment(&E::from(damage)), "{damage:?}");
+        }
+        // EIO: a block the device cannot read back
+        assert!(!is_environment(&E::from_raw_os_error(5)));
+    }
+}

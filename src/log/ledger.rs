@@ -6,7 +6,6 @@
 //! process at a time holds the lock; a second waits up to its lock wait and
 //! then fails with `Error::LockTimeout` (exit 4).
 
-use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -480,7 +479,8 @@ impl Ledger {
             return Ok(None);
         }
         let after = head.seq + 1;
-        let stored = self.store.tail_raw()?;
+        let raw = self.store.tail_raw()?;
+        let stored = raw.as_deref().and_then(store::parse_tail);
         let from_first = |first: u64| -> Option<usize> {
             let at = walked.sizes.iter().position(|s| s.first == first)?;
             Some(walked.sizes[at..].iter().map(|s| s.framed_bytes).sum())
@@ -514,34 +514,38 @@ impl Ledger {
                 format!("the idempotency index covers seq {t}, past the head"),
             )));
         }
-        let keys: BTreeMap<&[u8], u64> = walked
+        // Both sides in key order: the records' keys it covers, and the
+        // index as stored. The first entry of the index that is not a
+        // record's key with its seq is named; else the first key missing.
+        let mut keys = walked
             .keys
             .iter()
-            .filter(|(_, s)| through.is_some_and(|t| **s <= t))
-            .map(|(k, s)| (k.as_slice(), *s))
-            .collect();
-        let mut index = BTreeMap::new();
+            .filter(|(_, s)| through.is_some_and(|t| *s <= t))
+            .peekable();
+        let mut wrong: Option<u64> = None;
+        let mut missing: Option<u64> = None;
         for pair in self.store.idempotency_scan() {
             let (k, v) = pair?;
             let seq = <[u8; 8]>::try_from(&v[..])
                 .map(u64::from_be_bytes)
                 .unwrap_or(u64::MAX);
-            index.insert(k.to_vec(), seq);
+            while let Some((_, s)) = keys.next_if(|(key, _)| key.as_slice() < &k[..]) {
+                missing = missing.or(Some(*s));
+            }
+            match keys.next_if(|(key, _)| key.as_slice() == &k[..]) {
+                Some((_, s)) if *s == seq => {}
+                _ => {
+                    wrong = Some(seq);
+                    break;
+                }
+            }
         }
-        let index: BTreeMap<&[u8], u64> = index.iter().map(|(k, s)| (k.as_slice(), *s)).collect();
-        if index == keys {
+        if wrong.is_none() {
+            missing = missing.or(keys.next().map(|(_, s)| *s));
+        }
+        let Some(seq) = wrong.or(missing) else {
             return Ok(None);
-        }
-        let seq = index
-            .iter()
-            .find(|(k, s)| keys.get(*k) != Some(s))
-            .map(|(_, s)| *s)
-            .or_else(|| {
-                keys.iter()
-                    .find(|(k, _)| !index.contains_key(*k))
-                    .map(|(_, s)| *s)
-            })
-            .unwrap_or(0);
+        };
         Ok(Some(Damage::new(
             seq,
             DamageKind::IndexMismatch,

@@ -10,7 +10,7 @@
 //! is a cheap second pass in seq order (`Walker::join`), which reports
 //! exactly the damage a sequential `Walker::step` would.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::error::{Error, Result};
 use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Walker};
@@ -168,8 +168,9 @@ pub(crate) struct Walked {
     pub last: Option<Head>,
     /// The hash of the record at the stored head's seq, if the walk saw it.
     pub at_head: Option<Hash>,
-    /// Every idempotency key of the records, with its seq.
-    pub keys: BTreeMap<Vec<u8>, u64>,
+    /// Every idempotency key of the records with its seq, sorted by key
+    /// (each key once: a key on two records is damage).
+    pub keys: Vec<(Vec<u8>, u64)>,
     /// Every item's size.
     pub sizes: Vec<ItemSize>,
     /// The first damage.
@@ -258,21 +259,13 @@ pub(crate) fn verify_walk(
                 Err(d) => {
                     out.damage = Some(d);
                     out.records = walker.next_seq();
-                    return Ok(out);
+                    return Ok(sorted_keys(out));
                 }
                 Ok(idem) => {
                     let seq = walker.next_seq() - 1;
                     let hash = walker.prev_hash();
                     if let Some(k) = idem {
-                        if out.keys.insert(k.into_bytes(), seq).is_some() {
-                            out.damage = Some(Damage::new(
-                                seq,
-                                DamageKind::IndexMismatch,
-                                "an idempotency key appears on two records",
-                            ));
-                            out.records = seq;
-                            return Ok(out);
-                        }
+                        out.keys.push((k.into_bytes(), seq));
                     }
                     if Some(seq) == head_seq {
                         out.at_head = Some(hash);
@@ -284,7 +277,7 @@ pub(crate) fn verify_walk(
         if let Some(d) = ended {
             out.records = walker.next_seq();
             out.damage = Some(d);
-            return Ok(out);
+            return Ok(sorted_keys(out));
         }
         if batch.len() < VERIFY_BATCH_RECORDS {
             break;
@@ -292,7 +285,29 @@ pub(crate) fn verify_walk(
     }
     out.records = out.last.map_or(0, |h| h.seq + 1);
     out.sizes = scan.sizes.take().unwrap_or_default();
-    Ok(out)
+    Ok(sorted_keys(out))
+}
+
+/// Sorts the walk's keys; a key on two records is damage at the later
+/// record (what a walk that checked each key as it went would have stopped
+/// at, before any later damage).
+fn sorted_keys(mut out: Walked) -> Walked {
+    out.keys.sort_unstable();
+    let twice = out
+        .keys
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[1].1)
+        .min();
+    if let Some(seq) = twice {
+        out.damage = Some(Damage::new(
+            seq,
+            DamageKind::IndexMismatch,
+            "an idempotency key appears on two records",
+        ));
+        out.records = seq;
+    }
+    out
 }
 
 /// The threads verification uses: every core the process may run on.

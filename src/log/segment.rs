@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn cut_closes_a_segment_at_either_bound() {
         // by records: SEGMENT_RECORDS_MAX small values close one segment
-        let small = vec![10usize; SEGMENT_RECORDS_MAX + 1];
+        let small = vec![1usize; SEGMENT_RECORDS_MAX + 1];
         let (counts, full) = cut(0, 0, &small);
         assert_eq!(counts, vec![SEGMENT_RECORDS_MAX, 1]);
         assert!(!full);
@@ -295,13 +295,13 @@ mod tests {
         );
         let near = Tail {
             records: SEGMENT_RECORDS_MAX - 1,
-            framed_bytes: (SEGMENT_RECORDS_MAX - 1) * (LEN_BYTES + 10),
+            framed_bytes: (SEGMENT_RECORDS_MAX - 1) * (LEN_BYTES + 1),
         };
-        assert!(!near.fits(1, LEN_BYTES + 10));
-        let p = plan(near, &[10, 10]);
+        assert!(!near.fits(1, LEN_BYTES + 1));
+        let p = plan(near, &[1, 1]);
         assert_eq!(p.counts, vec![SEGMENT_RECORDS_MAX, 1]);
         assert!(p.merges_tail && p.last_open);
-        let p = plan(Tail::default(), &vec![10; SEGMENT_RECORDS_MAX]);
+        let p = plan(Tail::default(), &vec![1; SEGMENT_RECORDS_MAX]);
         assert_eq!(p.counts, vec![SEGMENT_RECORDS_MAX]);
         assert!(!p.merges_tail && !p.last_open);
     }

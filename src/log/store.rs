@@ -202,6 +202,68 @@ pub trait Store {
     ) -> Result<Head>;
 }
 
+/// The items of the log in key order, each found by `get` at the seq after
+/// the one before (the segments tile the seqs), falling back to a range
+/// step where there is no item at that seq (a gap, which the walk reports,
+/// or the end). Not a sled iterator: sled 0.34's iterator clones every node
+/// it passes and, with values of kilobytes, keeps most of what it read
+/// alive (measured: 770 MiB after scanning 1 GB of 7 KB values, against
+/// 146 MiB through `get`).
+struct ItemWalk<'a> {
+    log: &'a sled::Tree,
+    /// The key to look up next (`None`: done).
+    next: Option<Vec<u8>>,
+    framed: bool,
+    /// The first step looks the start key up by range (it is the item that
+    /// holds the first seq wanted, or the first after it).
+    first: bool,
+}
+
+impl Iterator for ItemWalk<'_> {
+    type Item = Result<Item>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let key = self.next.take()?;
+        let found = if self.first {
+            self.first = false;
+            self.log.range(key.as_slice()..).next().transpose()
+        } else {
+            match self.log.get(&key) {
+                Ok(Some(v)) => Ok(Some((sled::IVec::from(key.as_slice()), v))),
+                Ok(None) => self.log.range(key.as_slice()..).next().transpose(),
+                Err(e) => Err(e),
+            }
+        };
+        let (k, v) = match found {
+            Ok(Some(kv)) => kv,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(sled_err("read the log", seq_of(&key), e))),
+        };
+        // The item after: at the seq after this item's records (its count,
+        // when it has one), else the next key in order.
+        let count = if self.framed {
+            v.get(..segment::COUNT_BYTES)
+                .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as u64)
+                .filter(|c| *c > 0)
+        } else {
+            Some(1)
+        };
+        self.next = match (seq_of(&k), count) {
+            (Some(first), Some(c)) => first.checked_add(c).map(|n| n.to_be_bytes().to_vec()),
+            _ => {
+                let mut after = k.to_vec();
+                after.push(0);
+                Some(after)
+            }
+        };
+        Some(Ok(Item {
+            key: Bytes(k),
+            bytes: Bytes(v),
+            framed: self.framed,
+        }))
+    }
+}
+
 /// The records of one item as (seq key, value) pairs from `from`.
 fn pairs_of(item: Result<Item>, from: u64) -> Vec<Result<RawPair>> {
     let item = match item {
@@ -917,31 +979,22 @@ impl SledStore {
         }
     }
 
-    /// The open tail summary as stored (verify checks it): first seq and
-    /// framed bytes.
-    pub fn tail_raw(&self) -> Result<Option<(u64, usize)>> {
-        let raw = self
+    /// The open tail summary as stored, raw (verify parses and checks it).
+    pub fn tail_raw(&self) -> Result<Option<Vec<u8>>> {
+        Ok(self
             .meta
             .get(TAIL_KEY)
-            .map_err(|e| sled_err("read the open tail", None, e))?;
-        match raw.as_deref() {
-            None => Ok(None),
-            Some(b) => parse_tail(b).map(Some).ok_or_else(|| {
-                Error::Damage(format!(
-                    "{}: the open tail summary in meta is {} bytes, not 16; run verify",
-                    DamageKind::IndexMismatch,
-                    b.len()
-                ))
-            }),
-        }
+            .map_err(|e| sled_err("read the open tail", None, e))?
+            .map(|v| v.to_vec()))
     }
 }
 
-fn parse_tail(b: &[u8]) -> Option<(u64, usize)> {
+/// Parses a stored open-tail summary: (first seq, framed bytes).
+pub fn parse_tail(b: &[u8]) -> Option<(u64, usize)> {
     let b = <[u8; 16]>::try_from(b).ok()?;
     let first = u64::from_be_bytes(b[..8].try_into().expect("8 bytes"));
     let framed = u64::from_be_bytes(b[8..].try_into().expect("8 bytes"));
-    Some((first, usize::try_from(framed).ok()?))
+    usize::try_from(framed).ok().map(|f| (first, f))
 }
 
 fn tail_bytes(first: u64, framed: usize) -> [u8; 16] {
@@ -1063,14 +1116,12 @@ impl Store for SledStore {
         } else {
             from.to_be_bytes().to_vec()
         };
-        Box::new(self.log.range(start..).map(move |r| {
-            r.map(|(k, v)| Item {
-                key: Bytes(k),
-                bytes: Bytes(v),
-                framed,
-            })
-            .map_err(|e| sled_err("read the log", None, e))
-        }))
+        Box::new(ItemWalk {
+            log: &self.log,
+            next: Some(start),
+            framed,
+            first: true,
+        })
     }
 
     fn idempotency_seq(&self, key: &str) -> Result<Option<u64>> {

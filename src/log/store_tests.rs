@@ -126,7 +126,7 @@ fn small_appends_stay_open_segments_until_they_fill_one_then_seal() {
         head = store.append(Some(head), &b, &[]).unwrap();
     }
     assert_eq!(item_count(&store), 6);
-    let (first, framed) = store.tail_raw().unwrap().unwrap();
+    let (first, framed) = parse_tail(&store.tail_raw().unwrap().unwrap()).unwrap();
     assert_eq!(first, 0);
     assert_eq!(
         framed,
@@ -170,7 +170,7 @@ fn a_seal_keeps_every_segment_within_its_bounds() {
         head = store.append(Some(head), &b, &keys(&b)).unwrap();
     }
     assert_eq!(values(&store), all);
-    let (tail_first, _) = store.tail_raw().unwrap().unwrap();
+    let (tail_first, _) = parse_tail(&store.tail_raw().unwrap().unwrap()).unwrap();
     let sealed: Vec<(u64, usize, usize)> = store
         .log
         .iter()
