@@ -65,6 +65,8 @@ pub const LAYOUT_VERSION: u32 = 2;
 pub const STORE_DIR: &str = "sled";
 /// The idempotency index's sled database inside the ledger directory.
 pub const INDEX_DIR: &str = "index";
+/// Where the index is created before it is renamed to `INDEX_DIR`.
+const INDEX_CREATING_DIR: &str = "index.creating";
 /// The head witness file inside the ledger directory.
 pub const WITNESS_FILE: &str = "benchledger.head";
 
@@ -365,6 +367,7 @@ impl Sled {
         let ctx = format!("open {}", path.display());
         discard_interrupted_snapshots(path)?;
         check_conf(path)?;
+        let created = !path.join(SLED_LOG_FILE).exists();
         // The ledger lock is already ours; sled's own file lock may still be
         // held for a few milliseconds by the background thread of a process
         // that just dropped its ledger. Wait that out, boundedly.
@@ -396,6 +399,16 @@ impl Sled {
                 ))
             }
         })?;
+        if created {
+            sync_created(path)?;
+        } else {
+            // sled's recovery wrote a new snapshot and renamed it into
+            // place (and removed the old one) without an fsync of the
+            // directory: make the rename durable before anything relies on
+            // the new snapshot (POSIX; ext4's journal would commit it at the
+            // next fsync of anything).
+            sync_dir(path)?;
+        }
         Ok(Sled {
             log,
             path: path.to_path_buf(),
@@ -470,11 +483,26 @@ fn sync_dir(dir: &Path) -> Result<()> {
 /// Refuses a sled configuration file that is not exactly what this build's
 /// configuration makes sled write: sled itself only warns when its CRC
 /// fails, reads a file of 8 bytes or less as absent and then runs with
-/// whatever segment size the damaged text names.
+/// whatever segment size the damaged text names. A file that is a strict
+/// prefix of those bytes (a creation torn by a crash or a power loss) is
+/// written again whole: its content is a constant of this build.
 fn check_conf(path: &Path) -> Result<()> {
     let conf = path.join(SLED_CONF_FILE);
     match std::fs::read(&conf) {
         Ok(b) if b == SLED_CONF_BYTES => Ok(()),
+        Ok(b) if SLED_CONF_BYTES.starts_with(&b) => {
+            tracing::warn!(
+                "{} holds {} of the {} bytes of its sled configuration (a torn creation); writing it again",
+                conf.display(),
+                b.len(),
+                SLED_CONF_BYTES.len()
+            );
+            let ctx = format!("write {}", conf.display());
+            std::fs::write(&conf, SLED_CONF_BYTES).map_err(io_err(ctx.clone()))?;
+            File::open(&conf)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err(ctx))
+        }
         Ok(b) => Err(Error::Damage(format!(
             "{}: {} is not the sled configuration this build writes ({} bytes); run verify",
             DamageKind::StorageUnreadable,
@@ -495,6 +523,27 @@ fn check_conf(path: &Path) -> Result<()> {
             DamageKind::StorageUnreadable,
             conf.display()
         ))),
+    }
+}
+
+/// Makes a database sled just created durable with its directory entries:
+/// sled writes its configuration and log file without an fsync and never
+/// fsyncs a directory.
+fn sync_created(path: &Path) -> Result<()> {
+    for file in [SLED_CONF_FILE, SLED_LOG_FILE] {
+        let p = path.join(file);
+        File::open(&p)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err(format!("fsync {}", p.display())))?;
+    }
+    let blobs = path.join(SLED_BLOB_DIR);
+    if blobs.exists() {
+        sync_dir(&blobs)?;
+    }
+    sync_dir(path)?;
+    match path.parent() {
+        Some(parent) => sync_dir(parent),
+        None => Ok(()),
     }
 }
 
@@ -715,8 +764,34 @@ struct Index {
 }
 
 impl Index {
+    /// Opens the index of the ledger in `dir`, creating it when there is
+    /// none: in `index.creating/`, made durable and then renamed into place,
+    /// so that a crash or a power loss while it is created leaves no index
+    /// (created again, then caught up from the records), never half of one.
     fn open(dir: &Path) -> Result<Index> {
-        let sled = Sled::open(&dir.join(INDEX_DIR))?;
+        let path = dir.join(INDEX_DIR);
+        let creating = dir.join(INDEX_CREATING_DIR);
+        if creating.exists() {
+            tracing::warn!("removing {INDEX_CREATING_DIR} (an index creation was interrupted)");
+            std::fs::remove_dir_all(&creating)
+                .map_err(io_err(format!("remove {}", creating.display())))?;
+        }
+        if !path.exists() {
+            let fresh = Sled::open(&creating)?;
+            fresh.tree(KEYS_TREE)?;
+            fresh.tree(META_TREE)?;
+            fresh.durable()?;
+            drop(fresh);
+            // sled's file lock may outlive the handle by a moment (its
+            // threads); the rename does not care.
+            std::fs::rename(&creating, &path).map_err(io_err(format!(
+                "rename {} to {}",
+                creating.display(),
+                path.display()
+            )))?;
+            sync_dir(dir)?;
+        }
+        let sled = Sled::open(&path)?;
         let keys = sled.tree(KEYS_TREE)?;
         let meta = sled.tree(META_TREE)?;
         let through = match meta
