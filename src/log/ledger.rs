@@ -696,6 +696,18 @@ impl Batch<'_> {
         self.sealed.len()
     }
 
+    /// Whether committing the batch now would seal the store's open tail
+    /// into segments (for the kill test).
+    #[doc(hidden)]
+    pub fn seals(&self) -> Result<bool> {
+        let lens: Vec<usize> = self
+            .sealed
+            .iter()
+            .map(|s| s.bytes.len() + chain::VALUE_PREFIX_BYTES)
+            .collect();
+        self.ledger.store.seals(self.head, &lens)
+    }
+
     /// Writes the batch in one transaction (CAS on the head) and flushes;
     /// returns the outcome of every pushed draft, in order.
     pub fn commit(self) -> Result<Vec<Appended>> {

@@ -1054,6 +1054,22 @@ impl SledStore {
         }
     }
 
+    /// Whether an append of values of lengths `lens` after `head` would seal
+    /// the open tail (for the kill test, which counts kills during such
+    /// appends).
+    #[doc(hidden)]
+    pub fn seals(&self, head: Head, lens: &[usize]) -> Result<bool> {
+        let (_, tail) = self.tail(head.seq + 1)?;
+        let framed: usize = lens.iter().map(|l| segment::LEN_BYTES + l).sum();
+        let bytes: usize = lens.iter().map(|l| l - chain::VALUE_PREFIX_BYTES).sum();
+        Ok(!lens.is_empty()
+            && if bytes > CHUNKED_APPEND_BYTES_MIN {
+                tail.records > 0
+            } else {
+                !tail.fits(lens.len(), framed)
+            })
+    }
+
     /// The open tail summary as stored, raw (verify parses and checks it).
     pub fn tail_raw(&self) -> Result<Option<Vec<u8>>> {
         Ok(self
