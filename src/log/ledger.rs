@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::limits::{APPEND_BATCH_BYTES_MAX, APPEND_BATCH_RECORDS_MAX, LOCK_POLL_MS};
 use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Sealed, Verified, Walker};
-use crate::log::record::{self, Record, FORMAT_VERSION};
-use crate::log::scan::{self, RecordScan, Scanned, Walked};
+use crate::log::record::{self, Decoded, Record, FORMAT_VERSION};
+use crate::log::scan::{self, Checked, RecordScan, Scanned, Walked};
 use crate::log::store::{self, Layout, SledStore, Store};
 use crate::schema::events::{Event, LedgerCreated};
 use crate::schema::rule::Rule;
@@ -418,6 +418,9 @@ impl Ledger {
             walker,
             head,
             done: false,
+            threads: scan::verify_threads(),
+            ready: std::collections::VecDeque::new(),
+            end: None,
         })
     }
 
@@ -731,11 +734,87 @@ fn idempotency_conflict(key: &str, seq: u64) -> Error {
 
 /// Verified records in seq order up to the head; ends at the first damage
 /// with an error.
+///
+/// Records are read a batch at a time; each record's own checks (its link
+/// hash and its canonical decode, which depend on nothing before it) run
+/// on every core, and the links are then joined in order as the records
+/// are handed out (`Walker::join`): the same checks, in the same order, as
+/// `Walker::step` one record at a time.
 pub struct Records<'a> {
     inner: RecordScan<'a>,
     walker: Walker,
     head: Head,
     done: bool,
+    threads: usize,
+    /// Checked records not handed out yet.
+    ready: std::collections::VecDeque<(crate::log::store::Bytes, Checked<Decoded>)>,
+    /// How the scan ended after `ready`, once it has.
+    end: Option<Result<Option<Damage>>>,
+}
+
+/// Records read and checked per batch.
+const READ_BATCH_RECORDS: usize = 2048;
+
+impl Records<'_> {
+    /// Reads and checks the next batch of records (at most up to the head).
+    fn fill(&mut self) {
+        let want = (self.head.seq + 1 - self.walker.next_seq()).min(READ_BATCH_RECORDS as u64);
+        let mut batch = Vec::with_capacity(want as usize);
+        while (batch.len() as u64) < want {
+            match self.inner.next() {
+                None => {
+                    self.end = Some(Ok(None));
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.end = Some(Err(e));
+                    break;
+                }
+                Some(Ok(Scanned::Damage(d))) => {
+                    self.end = Some(Ok(Some(d)));
+                    break;
+                }
+                Some(Ok(Scanned::Record { key, value })) => batch.push((key, value)),
+            }
+        }
+        let checked = scan::check_batch(&batch, self.threads, |d| d);
+        self.ready
+            .extend(batch.into_iter().map(|(k, _)| k).zip(checked));
+    }
+
+    fn step(&mut self) -> Result<Verified> {
+        if self.ready.is_empty() && self.end.is_none() {
+            self.fill();
+        }
+        let Some((key, c)) = self.ready.pop_front() else {
+            return match self.end.take() {
+                Some(Err(e)) => Err(e),
+                Some(Ok(Some(d))) => Err(Error::Damage(format!("{d}; run verify"))),
+                _ => Err(Error::Damage(format!(
+                    "seq {}: truncated: the log ends before the head {}",
+                    self.walker.next_seq(),
+                    self.head.seq
+                ))),
+            };
+        };
+        let link = c.own.as_ref().ok().copied();
+        let decoded = self
+            .walker
+            .join(&key, c.own, c.decoded)
+            .map_err(|d| Error::Damage(d.to_string()))?;
+        let (prev, hash) = link.expect("a joined record passed its own checks");
+        if decoded.record.seq == self.head.seq && hash != self.head.hash {
+            return Err(Error::Damage(format!(
+                "seq {}: head_mismatch: run verify",
+                self.head.seq
+            )));
+        }
+        Ok(Verified {
+            prev,
+            hash,
+            decoded,
+        })
+    }
 }
 
 impl Iterator for Records<'_> {
@@ -745,29 +824,7 @@ impl Iterator for Records<'_> {
         if self.done || self.walker.next_seq() > self.head.seq {
             return None;
         }
-        let item = match self.inner.next() {
-            None => Err(Error::Damage(format!(
-                "seq {}: truncated: the log ends before the head {}",
-                self.walker.next_seq(),
-                self.head.seq
-            ))),
-            Some(Err(e)) => Err(e),
-            Some(Ok(Scanned::Damage(d))) => Err(Error::Damage(format!("{d}; run verify"))),
-            Some(Ok(Scanned::Record { key, value })) => self
-                .walker
-                .step(&key, &value)
-                .map_err(|d| Error::Damage(d.to_string())),
-        };
-        let item = item.and_then(|v| {
-            if v.decoded.record.seq == self.head.seq && v.hash != self.head.hash {
-                Err(Error::Damage(format!(
-                    "seq {}: head_mismatch: run verify",
-                    self.head.seq
-                )))
-            } else {
-                Ok(v)
-            }
-        });
+        let item = self.step();
         if item.is_err() {
             self.done = true;
         }

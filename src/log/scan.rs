@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 
 use crate::error::{Error, Result};
 use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Walker};
+use crate::log::record::Decoded;
 use crate::log::segment;
 use crate::log::store::{Bytes, Item, Store};
 
@@ -178,14 +179,14 @@ pub(crate) struct Walked {
 }
 
 /// A record's own checks: the link (`chain::check_own`) and, when it
-/// holds, the canonical decode (`chain::decode_at`), keeping only the
-/// record's idempotency key.
-struct Checked {
-    own: Result<(Hash, Hash), Damage>,
-    decoded: Option<Result<Option<String>, Damage>>,
+/// holds, the canonical decode (`chain::decode_at`), keeping of the decoded
+/// record what the caller needs (`T`).
+pub(crate) struct Checked<T> {
+    pub own: Result<(Hash, Hash), Damage>,
+    pub decoded: Option<Result<T, Damage>>,
 }
 
-fn check_one(key: &[u8], value: &[u8]) -> Checked {
+fn check_one<T>(key: &[u8], value: &[u8], keep: fn(Decoded) -> T) -> Checked<T> {
     let Ok(seq) = <[u8; 8]>::try_from(key).map(u64::from_be_bytes) else {
         // `Walker::join` reports the key before looking at this.
         return Checked {
@@ -200,15 +201,23 @@ fn check_one(key: &[u8], value: &[u8]) -> Checked {
         },
         Ok(own) => Checked {
             own: Ok((own.prev, own.hash)),
-            decoded: Some(chain::decode_at(seq, own.bytes).map(|d| d.record.idempotency_key)),
+            decoded: Some(chain::decode_at(seq, own.bytes).map(keep)),
         },
     }
 }
 
-/// The own checks of a batch, on `threads` threads (contiguous chunks).
-fn check_batch(batch: &[(Bytes, Bytes)], threads: usize) -> Vec<Checked> {
-    if threads <= 1 || batch.len() < 2 * threads {
-        return batch.iter().map(|(k, v)| check_one(k, v)).collect();
+/// Batches of fewer records than this are checked on the calling thread.
+const PARALLEL_RECORDS_MIN: usize = 256;
+
+/// The own checks of a batch, on up to `threads` threads (contiguous
+/// chunks), in order.
+pub(crate) fn check_batch<T: Send>(
+    batch: &[(Bytes, Bytes)],
+    threads: usize,
+    keep: fn(Decoded) -> T,
+) -> Vec<Checked<T>> {
+    if threads <= 1 || batch.len() < PARALLEL_RECORDS_MIN {
+        return batch.iter().map(|(k, v)| check_one(k, v, keep)).collect();
     }
     let chunk = batch.len().div_ceil(threads);
     std::thread::scope(|s| {
@@ -217,7 +226,7 @@ fn check_batch(batch: &[(Bytes, Bytes)], threads: usize) -> Vec<Checked> {
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .map(|(k, v)| check_one(k, v))
+                        .map(|(k, v)| check_one(k, v, keep))
                         .collect::<Vec<_>>()
                 })
             })
@@ -227,6 +236,10 @@ fn check_batch(batch: &[(Bytes, Bytes)], threads: usize) -> Vec<Checked> {
             .flat_map(|h| h.join().expect("a verification thread does not panic"))
             .collect()
     })
+}
+
+fn idempotency_key(d: Decoded) -> Option<String> {
+    d.record.idempotency_key
 }
 
 /// The verification walk from seq 0 over every stored record, `threads`
@@ -253,7 +266,7 @@ pub(crate) fn verify_walk(
                 }
             }
         }
-        let checked = check_batch(&batch, threads);
+        let checked = check_batch(&batch, threads, idempotency_key);
         for ((key, _), c) in batch.iter().zip(checked) {
             match walker.join(key, c.own, c.decoded) {
                 Err(d) => {
