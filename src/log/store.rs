@@ -340,6 +340,68 @@ fn is_lock_error(e: &sled::Error) -> bool {
         || is_lock_message(io))
 }
 
+// ---------------------------------------------------------------------------
+// sled's own panics on damaged files
+
+thread_local! {
+    /// Set while this thread runs sled's recovery: a panic there is damage
+    /// reported by `open_sled`, not a crash to print.
+    static IN_SLED_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: make the next sled open on this thread panic the way sled's
+    /// recovery does on a truncated log.
+    #[cfg(test)]
+    pub(super) static PANIC_IN_SLED_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays quiet for a panic inside sled's
+/// open on this thread and hands every other panic to the hook before it.
+fn install_quiet_open_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_SLED_OPEN.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// sled's open of `path`. sled 0.34.7 indexes its segment table by offsets
+/// read from its snapshot without checking them against the log file's
+/// length, so a truncated or damaged log makes its recovery panic (an index
+/// out of bounds in `pagecache/segment.rs`): that panic is damage of kind
+/// `storage_unreadable` (exit 1), never a crash.
+fn open_sled(path: &Path) -> Result<sled::Result<sled::Db>> {
+    install_quiet_open_hook();
+    IN_SLED_OPEN.with(|f| f.set(true));
+    let opened = std::panic::catch_unwind(|| {
+        #[cfg(test)]
+        if PANIC_IN_SLED_OPEN.with(|p| p.replace(false)) {
+            let segments: Vec<u8> = vec![0; 4];
+            let _ = segments[std::hint::black_box(10)];
+        }
+        sled::Config::new()
+            .path(path)
+            .mode(sled::Mode::HighThroughput)
+            .cache_capacity(SLED_CACHE_BYTES)
+            .open()
+    });
+    IN_SLED_OPEN.with(|f| f.set(false));
+    opened.map_err(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Error::Damage(format!(
+            "{}: open {}: sled cannot recover its files ({why}); run verify",
+            DamageKind::StorageUnreadable,
+            path.display()
+        ))
+    })
+}
+
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     let context = context.into();
     move |e| Error::io(context, e)
@@ -374,12 +436,7 @@ impl Sled {
         let started = std::time::Instant::now();
         let wait = std::time::Duration::from_millis(crate::limits::SLED_LOCK_WAIT_MS_MAX);
         let db = loop {
-            match sled::Config::new()
-                .path(path)
-                .mode(sled::Mode::HighThroughput)
-                .cache_capacity(SLED_CACHE_BYTES)
-                .open()
-            {
+            match open_sled(path)? {
                 Ok(db) => break db,
                 Err(e) if is_lock_error(&e) && started.elapsed() < wait => {
                     std::thread::sleep(std::time::Duration::from_millis(

@@ -115,6 +115,28 @@ fn the_conf_sled_writes_is_the_one_the_store_expects() {
 }
 
 #[test]
+fn a_panic_in_sleds_recovery_is_damage_not_a_crash() {
+    // sled 0.34.7's recovery indexes its segment table by offsets from its
+    // snapshot, so some truncations of its log make it panic (seen by
+    // tools/disktamper.rs); the store reports that as damage, exit 1.
+    let tmp = tempfile::tempdir().unwrap();
+    drop(SledStore::create(tmp.path()).unwrap());
+    PANIC_IN_SLED_OPEN.with(|p| p.set(true));
+    let e = SledStore::open(tmp.path()).err().expect("damage");
+    assert!(
+        matches!(e, Error::Damage(ref m) if m.contains("storage_unreadable")
+            && m.contains("sled cannot recover its files")
+            && m.contains("index out of bounds")),
+        "{e}"
+    );
+    assert_eq!(e.class().code(), 1);
+    // the flag is spent and the store opens again
+    assert!(!PANIC_IN_SLED_OPEN.with(std::cell::Cell::get));
+    assert!(!IN_SLED_OPEN.with(std::cell::Cell::get));
+    SledStore::open(tmp.path()).expect("opens");
+}
+
+#[test]
 fn small_appends_stay_open_segments_until_they_fill_one_then_seal() {
     let tmp = tempfile::tempdir().unwrap();
     let (store, mut head) = store_with_genesis(tmp.path());
