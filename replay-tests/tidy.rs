@@ -205,11 +205,10 @@ fn ident_before(b: &[char], i: usize) -> bool {
 
 /// `'x'` or `'\..'` is a char literal; `'a` (a lifetime or label) is not.
 fn is_char_literal(b: &[char], i: usize) -> bool {
-    match (b.get(i + 1), b.get(i + 2)) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (b.get(i + 1), b.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// Removes `#[cfg(test)]` items (modules and functions) from masked code,
@@ -315,7 +314,7 @@ fn imports(code: &str) -> BTreeMap<String, usize> {
             if !name.is_empty() && !ident_char_before(rest, at) {
                 found.entry(name).or_insert(n + 1);
             }
-            rest = &after[..];
+            rest = after;
         }
     }
     found

@@ -360,12 +360,10 @@ fn image(
 
 /// Applies a write or truncation; with `rng`, keeps each 4 KiB block of a
 /// write (and a truncation) with probability one half.
-fn apply(bytes: &mut Vec<u8>, op: &Op, rng: Option<&mut Rng>) {
+fn apply(bytes: &mut Vec<u8>, op: &Op, mut rng: Option<&mut Rng>) {
     match op.kind {
-        K_TRUNC => {
-            if rng.is_none_or(|r| r.below(2) == 0) {
-                bytes.resize(op.offset as usize, 0);
-            }
+        K_TRUNC if rng.as_mut().is_none_or(|r| r.below(2) == 0) => {
+            bytes.resize(op.offset as usize, 0);
         }
         K_WRITE => {
             let start = op.offset as usize;

@@ -225,7 +225,8 @@ impl Harness {
                     }
                     other => panic!("the tamper ledger holds only notes, not {}", other.kind()),
                 };
-                d.record.payload = event.encode_payload().expect("encode payload");
+                d.record.payload =
+                    benchledger::log::codec::encode_payload(&event).expect("encode payload");
                 let bytes = d.record.encode();
                 let hash = link_hash(&prev, seq, &bytes);
                 let mut v = Vec::with_capacity(VALUE_PREFIX_BYTES + bytes.len());

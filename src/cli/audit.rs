@@ -1,6 +1,7 @@
 //! `audit`: re-derive every sealed verdict and compare (exit 1 on a
 //! difference, naming group and row).
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -36,21 +37,26 @@ pub fn run_audit(cli: &Cli, as_json: bool, wait: Duration) -> anyhow::Result<Exi
     } else {
         for l in &lines {
             if l.differences.is_empty() {
-                println!(
+                outln!(
                     "{}/{} seq {}: {} re-derived exactly",
-                    l.group.lineage, l.group.group, l.seq, l.attested
-                );
+                    l.group.lineage,
+                    l.group.group,
+                    l.seq,
+                    l.attested
+                )?;
             } else {
-                println!(
+                outln!(
                     "{}/{} seq {}: DIFFERS",
-                    l.group.lineage, l.group.group, l.seq
-                );
+                    l.group.lineage,
+                    l.group.group,
+                    l.seq
+                )?;
                 for d in &l.differences {
-                    println!("  {d}");
+                    outln!("  {d}")?;
                 }
             }
         }
-        println!("{} sealed verdicts, {} differ", lines.len(), bad);
+        outln!("{} sealed verdicts, {} differ", lines.len(), bad)?;
     }
     Ok(if bad == 0 {
         ExitCode::SUCCESS

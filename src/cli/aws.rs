@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::gates::aws::{self, AwsError, Selector, Session, Target};
+use crate::gates::aws::Session;
+use crate::gates::rules::{self, AwsError, Selector, Target};
+use crate::method::freeze::PrivateToml;
 use crate::method::projections::LineageState;
 use crate::schema::events::Status;
-use crate::schema::manifest::PrivateFile;
 use crate::schema::rule::Rule;
 
 /// The endpoint override of every AWS call (never read from a manifest).
@@ -26,7 +27,7 @@ pub(crate) fn env_path(name: &str) -> Option<PathBuf> {
 pub(crate) fn target(region: &str) -> anyhow::Result<Target> {
     let var = |name: &str| -> anyhow::Result<Option<String>> {
         match std::env::var(name) {
-            Ok(v) if !v.is_empty() => Ok(Some(aws::check_endpoint(name, &v)?)),
+            Ok(v) if !v.is_empty() => Ok(Some(rules::check_endpoint(name, &v)?)),
             Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
             Err(std::env::VarError::NotUnicode(_)) => {
                 Err(Error::input(format!("{name}: not utf-8")).into())
@@ -50,8 +51,8 @@ pub(crate) struct Private {
 pub(crate) fn read_private(l: &LineageState, path: &PathBuf) -> anyhow::Result<Private> {
     let text = crate::cli::common::read_text(path)?;
     let source = path.display().to_string();
-    crate::schema::manifest::check_private(&l.frozen.manifest, &text, &source)?;
-    let p: PrivateFile =
+    crate::method::freeze::check_private(&l.frozen.manifest, &text, &source)?;
+    let p: PrivateToml =
         toml::from_str(&text).map_err(|e| Error::input(format!("{source}: {}", e.message())))?;
     Ok(Private {
         role_arn: p.aws.role_arn.clone(),
@@ -65,7 +66,7 @@ pub(crate) fn open_session(
     private: Option<&Private>,
 ) -> anyhow::Result<(Session, Target)> {
     let m = &l.frozen.manifest.public;
-    let files = aws::ProfileFiles::locate(
+    let files = rules::ProfileFiles::locate(
         env_path("AWS_CONFIG_FILE"),
         env_path("AWS_SHARED_CREDENTIALS_FILE"),
         env_path("HOME"),
@@ -77,7 +78,7 @@ pub(crate) fn open_session(
 }
 
 pub(crate) fn ambient() -> Vec<String> {
-    aws::ambient_variables_present(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
+    rules::ambient_variables_present(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()))
 }
 
 /// The redacted principal the queries run as, after checking it is the
@@ -91,7 +92,7 @@ pub(crate) fn queried_identity(
     let id = session.caller_identity()?;
     let frozen = &l.frozen.manifest.private;
     let ok = match private {
-        Some(p) => aws::judge_identity(&p.key, frozen, &id).status == Status::Pass,
+        Some(p) => rules::judge_identity(&p.key, frozen, &id).status == Status::Pass,
         None => crate::schema::manifest::redact_account(&id.account) == frozen.account.redacted,
     };
     if !ok {
@@ -101,7 +102,7 @@ pub(crate) fn queried_identity(
             crate::schema::manifest::redact_account(&id.account)
         )));
     }
-    let forms = aws::principal_forms(&id.arn);
+    let forms = rules::principal_forms(&id.arn);
     Ok(crate::schema::manifest::redact_arn(
         forms.last().unwrap_or(&id.arn),
     ))

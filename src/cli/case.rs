@@ -2,6 +2,7 @@
 //! TrialConfig, its launch through every gate, and the evidence that ends it
 //! without a result.
 
+use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,11 +13,12 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
-use crate::log::ledger::{Draft, Ledger};
+use crate::log::ledger::{Appended, Draft, Ledger};
 use crate::method::decide::CaseStart;
 use crate::method::projections::LineageState;
 use crate::schema::events::{ArtifactRecorded, CaseProcessExited, InvalidReason, RefusalClass};
-use crate::schema::events::{Event, GroupRef};
+use crate::schema::events::{CaseRef, Event, GroupRef};
+use crate::schema::manifest::ManifestFile;
 use crate::schema::time::now_utc_ns;
 use std::io::Write;
 use std::process::{Command as Process, Stdio};
@@ -159,7 +161,7 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
             let l = state.lineage(lineage.as_deref())?;
             let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
             let Some(out) = &a.out else {
-                std::io::stdout().write_all(&r.bytes)?;
+                crate::cli::out::Out.write_all(&r.bytes)?;
                 return Ok(ExitCode::SUCCESS);
             };
             std::fs::write(out, &r.bytes)
@@ -180,17 +182,18 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
                 idempotency_key: None,
             };
             let done = ledger.append(&[draft], now_utc_ns())?;
+            announce(&done);
             if a.json {
                 print_json(
                     &json!({ "path": out.display().to_string(), "blake3": r.blake3, "seq": done[0].seq }),
                 )?;
             } else {
-                println!(
+                outln!(
                     "wrote {} (blake3 {}) recorded at seq {}",
                     out.display(),
                     r.blake3,
                     done[0].seq
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -198,6 +201,50 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
         CaseCommand::Refusal(a) => run_refusal(cli, a, wait),
         CaseCommand::Invalidate(a) => run_invalidate(cli, a, wait),
     }
+}
+
+/// Where a launched command's output goes by default: the group's frozen
+/// output directory, one file per trial.
+fn default_log_path(m: &ManifestFile, group: &str, trial_name: &str) -> PathBuf {
+    let out = m
+        .groups
+        .iter()
+        .find(|g| g.name == group)
+        .map(|g| g.out_dir.clone())
+        .unwrap_or_default();
+    PathBuf::from(out).join(format!("{trial_name}.log"))
+}
+
+/// Appends the launched command's end (CASE-8: never a terminal state on
+/// its own).
+fn record_exit(
+    cli: &Cli,
+    wait: Duration,
+    group: GroupRef,
+    case: &CaseRef,
+    exited: &Exited,
+    log_path: &Path,
+) -> anyhow::Result<Appended> {
+    let event = Event::CaseProcessExited(CaseProcessExited {
+        group,
+        case: case.clone(),
+        exit_code: exited.exit_code,
+        signal: exited.signal,
+        duration_ms: exited.duration_ms,
+        log_path: log_path.display().to_string(),
+        log_blake3: exited.log_blake3.clone(),
+    });
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let done = ledger.append(
+        &[Draft {
+            actor: cli.actor.clone(),
+            event,
+            idempotency_key: None,
+        }],
+        now_utc_ns(),
+    )?;
+    announce(&done);
+    Ok(done[0])
 }
 
 fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -216,16 +263,11 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             .map(|r| r.blake3)
             .unwrap_or_default(),
     };
-    let trial_name = crate::method::trial_config::trial_name(&case.task, &group, &case);
-    let log_path = a.log.clone().unwrap_or_else(|| {
-        let out = m
-            .groups
-            .iter()
-            .find(|g| g.name == group)
-            .map(|g| g.out_dir.clone())
-            .unwrap_or_default();
-        PathBuf::from(out).join(format!("{trial_name}.log"))
-    });
+    let trial_name = crate::schema::names::trial_name(&case.task, &group, &case);
+    let log_path = a
+        .log
+        .clone()
+        .unwrap_or_else(|| default_log_path(m, &group, &trial_name));
     let lineage_label = l.frozen.lineage.clone();
     let env = child_env(l);
     let now = now_utc_ns();
@@ -248,7 +290,9 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             idempotency_key: Some(key.clone()),
         })
         .collect();
-    let started = ledger.append(&drafts, now)?[0];
+    let started = ledger.append(&drafts, now)?;
+    announce(&started);
+    let started = started[0];
     // `started` is durable. Release the lock while the command runs, so other
     // cases can start; a crash from here on leaves the case `started`.
     drop(ledger);
@@ -258,32 +302,16 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         if a.json {
             print_json(&out)?;
         } else {
-            println!("case {} started at seq {}", case.label(), started.seq);
+            outln!("case {} started at seq {}", case.label(), started.seq)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     let exited = run_command(&a.command, &env, &log_path)?;
-    let event = Event::CaseProcessExited(CaseProcessExited {
-        group: GroupRef {
-            lineage: lineage_label,
-            group,
-        },
-        case: case.clone(),
-        exit_code: exited.exit_code,
-        signal: exited.signal,
-        duration_ms: exited.duration_ms,
-        log_path: log_path.display().to_string(),
-        log_blake3: exited.log_blake3,
-    });
-    let ledger = Ledger::open(&cli.ledger, wait)?;
-    let done = ledger.append(
-        &[Draft {
-            actor: cli.actor.clone(),
-            event,
-            idempotency_key: None,
-        }],
-        now_utc_ns(),
-    )?[0];
+    let group_ref = GroupRef {
+        lineage: lineage_label,
+        group,
+    };
+    let done = record_exit(cli, wait, group_ref, &case, &exited, &log_path)?;
     out["exit_code"] = json!(exited.exit_code);
     out["signal"] = json!(exited.signal);
     out["duration_ms"] = json!(exited.duration_ms);
@@ -291,7 +319,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
     if a.json {
         print_json(&out)?;
     } else {
-        println!(
+        outln!(
             "case {} started at seq {}; command exited {} after {} ms (recorded at seq {})",
             case.label(),
             started.seq,
@@ -301,7 +329,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             ),
             exited.duration_ms,
             done.seq
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! observations (GATE-3, GATE-4, GATE-7, residue), each recorded pass or
 //! fail. The ledger lock is not held while the network is used.
 
+use crate::cli::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
-use crate::gates::checks;
+use crate::gates::{checks, http};
 use crate::schema::events::CheckRecorded;
 use crate::schema::events::{Event, Status};
 use crate::schema::manifest::Tier;
@@ -167,12 +168,14 @@ fn record_check(
         } else {
             "does not hold"
         };
-        println!(
+        outln!(
             "{:?} check of {} {word}; recorded at seq {}",
-            obs.check, obs.target, done[0].seq
-        );
+            obs.check,
+            obs.target,
+            done[0].seq
+        )?;
         for (k, v) in &obs.details {
-            println!("  {k:<18} {v}");
+            outln!("  {k:<18} {v}")?;
         }
     }
     Ok(exit(status))
@@ -185,7 +188,7 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
             require_group(&l, &a.group)?;
             let url =
-                checks::parse_http_url(&a.url).map_err(|e| Error::input(format!("--url: {e}")))?;
+                http::parse_http_url(&a.url).map_err(|e| Error::input(format!("--url: {e}")))?;
             let outcome =
                 checks::probe_health(&url, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
             let obs = checks::health_observation(&l.frozen.lineage, &a.group, &a.url, &outcome);
@@ -298,6 +301,8 @@ mod with_aws {
 
     use crate::cli::aws::*;
     use crate::gates::aws::{self};
+    use crate::gates::rules;
+
     pub fn residue_aws(cli: &Cli, a: &ResidueArgs, wait: Duration) -> anyhow::Result<ExitCode> {
         let l = lineage_state(cli, wait, a.lineage.as_deref())?;
         require_group(&l, &a.group)?;
@@ -314,7 +319,7 @@ mod with_aws {
             Err(e) => ("unproven".to_string(), Err(e.0)),
         };
         let failed = outcome.is_err();
-        let obs = checks::residue_observation(
+        let obs = rules::residue_observation(
             &l.frozen.lineage,
             &a.group,
             &format!("{}={}", m.tags.run_key, m.tags.run_value),
@@ -384,6 +389,62 @@ mod tests {
         };
         assert_eq!(Tier::from(a.route), Tier::Economy);
         assert!(Check::try_parse_from(["check", "sentinel", "--route", "cheap"]).is_err());
+    }
+
+    // rule PLANE-2: a 429 on one exact target fails that target's gate only,
+    // once the observations are folded into the replayed state.
+    #[test]
+    fn a_429_moves_only_its_own_target_in_the_replayed_state() {
+        use crate::method::projections::{At, State};
+        use crate::schema::events::CheckKind;
+        use crate::schema::manifest::{Route, RouteProtocol};
+        use crate::testkit::http_server::{response, Server};
+        let s = Server::start(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            match body["model"].as_str().unwrap() {
+                "limited" => response(429, &[], br#"{"error":"rate"}"#),
+                _ => response(200, &[], br#"{"id":"ok-1"}"#),
+            }
+        });
+        let route = |tier: Tier, model: &str| Route {
+            tier,
+            provider: "p".into(),
+            model: model.into(),
+            protocol: RouteProtocol::Openai,
+            credential_class: "api_key".into(),
+            gate_target: format!("p:{model}"),
+        };
+        let mut state = State::default();
+        let mut frozen = crate::testkit::examples::frozen();
+        frozen.lineage = "l".into();
+        state.apply(At { seq: 1, utc_ns: 1 }, &Event::ManifestFrozenV2(frozen));
+        for (i, r) in [
+            route(Tier::Balanced, "limited"),
+            route(Tier::Economy, "sibling"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let req = checks::sentinel_request(r, &s.url(), "k").unwrap();
+            let out = checks::send_sentinel(&req, Duration::from_secs(5));
+            let obs = checks::sentinel_observation("l", None, r, &req.url, &out);
+            let at = At {
+                seq: 2 + i as u64,
+                utc_ns: 1,
+            };
+            state.apply(at, &Event::CheckRecorded(obs));
+        }
+        let gates = &state.lineages["l"].gates.checks;
+        let get = |t: &str| {
+            &gates[&crate::method::projections::CheckKey {
+                kind: CheckKind::ProviderSentinel,
+                group: None,
+                target: t.to_string(),
+            }]
+                .status
+        };
+        assert_eq!(get("p:limited"), &Status::Fail);
+        assert_eq!(get("p:sibling"), &Status::Pass);
     }
 
     #[test]

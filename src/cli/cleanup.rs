@@ -94,16 +94,18 @@ pub use with_aws::run_cleanup;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::cli::aws::*;
     use crate::error::{Error, ExitClass};
     use crate::gates::aws::{self, Session};
+    use crate::gates::rules;
     use crate::limits::{MONITOR_INTERVAL_MS_MAX, MONITOR_INTERVAL_MS_MIN, MONITOR_SAMPLES_MAX};
     use crate::log::ledger::{Draft, Ledger};
     use crate::method::audit::cleanup_history;
     use crate::method::projections::LineageState;
-    use crate::schema::events::{CleanupAudited, MonitorSampled, ResidueTerminated};
+    use crate::schema::events::{CleanupAudited, FoundResource, MonitorSampled, ResidueTerminated};
     use crate::schema::events::{Event, GroupRef, Status};
     use crate::schema::rule::Rule;
     use crate::schema::time::now_utc_ns;
@@ -128,13 +130,13 @@ mod with_aws {
         };
         let (identity, outcome) = match queried_identity(session, l, private) {
             Ok(id) => {
-                let out = aws::audit(session, &aws::RunTags::of(m), &history.tracked);
+                let out = aws::audit(session, &rules::RunTags::of(m), &history.tracked);
                 (id, out)
             }
             Err(e) => (String::from("unproven"), Err(e)),
         };
         let obs =
-            aws::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
+            rules::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
         let done = append(cli, wait, vec![Event::CleanupAudited(obs.clone())])?;
         Ok((done[0].seq, obs))
     }
@@ -149,9 +151,9 @@ mod with_aws {
         let residue = a
             .found
             .iter()
-            .filter(|r| !aws::is_excluded(r, central))
+            .filter(|r| !rules::is_excluded(r, central))
             .count();
-        println!(
+        outln!(
             "cleanup audit of {}/{} in {} as {}: {} found, {} residue: {}; recorded at seq {}",
             a.group.lineage,
             a.group.group,
@@ -165,20 +167,23 @@ mod with_aws {
                 "NOT zero"
             },
             seq
-        );
+        )?;
         for r in &a.found {
-            let ex = if aws::is_excluded(r, central) {
+            let ex = if rules::is_excluded(r, central) {
                 " (excluded: central host)"
             } else {
                 ""
             };
-            println!(
+            outln!(
                 "  {} {} {} found by {}{ex}",
-                r.resource, r.id, r.state, r.found_by
-            );
+                r.resource,
+                r.id,
+                r.state,
+                r.found_by
+            )?;
         }
         if let Some(e) = &a.error {
-            println!("  error: {e}");
+            outln!("  error: {e}")?;
         }
         Ok(())
     }
@@ -287,12 +292,12 @@ mod with_aws {
                 "seqs": seqs,
             }))?;
         } else {
-            println!(
+            outln!(
                 "{} samples of {}/{}: peak {peak}, last {last}",
                 seqs.len(),
                 g.lineage,
                 g.group
-            );
+            )?;
         }
         Ok(if a.until_zero && !reached_zero {
             ExitCode::from(ExitClass::CheckFailed.code())
@@ -301,19 +306,13 @@ mod with_aws {
         })
     }
 
-    fn terminate(cli: &Cli, a: &TerminateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-        let (lineage, group) = parse_group(&a.group);
-        let l = lineage_state(cli, wait, lineage.as_deref())?;
-        require_group(&l, &group)?;
-        let g = GroupRef {
-            lineage: l.frozen.lineage.clone(),
-            group: group.clone(),
-        };
-        let history = {
-            let ledger = Ledger::open(&cli.ledger, wait)?;
-            cleanup_history(&ledger, &g)?
-        };
-        let Some((audit_seq, audit)) = history.latest_audit else {
+    /// The latest cleanup audit of `g`, refused (CLEAN-1) when there is none
+    /// or it could not run: only what an audit proved the run's is touched.
+    fn latest_usable_audit(
+        latest: Option<(u64, CleanupAudited)>,
+        g: &GroupRef,
+    ) -> anyhow::Result<(u64, CleanupAudited)> {
+        let Some((audit_seq, audit)) = latest else {
             return Err(Error::Refused {
                 rule: Rule::Clean1,
                 message: format!(
@@ -333,23 +332,47 @@ mod with_aws {
             }
             .into());
         }
+        Ok((audit_seq, audit))
+    }
+
+    /// What `cleanup terminate` would do, without `--confirm`.
+    fn print_plan(audit_seq: u64, plan: &[FoundResource], as_json: bool) -> anyhow::Result<()> {
+        if as_json {
+            return print_json(&json!({ "audit_seq": audit_seq, "plan": plan }));
+        }
+        outln!(
+            "plan from audit seq {audit_seq}: {} resource(s)",
+            plan.len()
+        )?;
+        for r in plan {
+            outln!(
+                "  {} {} {} found by {}",
+                r.resource,
+                r.id,
+                r.state,
+                r.found_by
+            )?;
+        }
+        Ok(())
+    }
+
+    fn terminate(cli: &Cli, a: &TerminateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+        let (lineage, group) = parse_group(&a.group);
+        let l = lineage_state(cli, wait, lineage.as_deref())?;
+        require_group(&l, &group)?;
+        let g = GroupRef {
+            lineage: l.frozen.lineage.clone(),
+            group: group.clone(),
+        };
+        let history = {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
+            cleanup_history(&ledger, &g)?
+        };
+        let (audit_seq, audit) = latest_usable_audit(history.latest_audit, &g)?;
         let central = audit.excluded_central_instance_id.as_deref();
-        let plan = aws::termination_plan(&audit.found, central);
+        let plan = rules::termination_plan(&audit.found, central);
         if !a.confirm {
-            if a.json {
-                print_json(&json!({ "audit_seq": audit_seq, "plan": plan }))?;
-            } else {
-                println!(
-                    "plan from audit seq {audit_seq}: {} resource(s)",
-                    plan.len()
-                );
-                for r in &plan {
-                    println!(
-                        "  {} {} {} found by {}",
-                        r.resource, r.id, r.state, r.found_by
-                    );
-                }
-            }
+            print_plan(audit_seq, &plan, a.json)?;
             return Err(BadUsage(
                 "cleanup terminate changes AWS resources; nothing was done: pass --confirm".into(),
             )
@@ -359,7 +382,7 @@ mod with_aws {
         let (session, _) = open_session(&l, private.as_ref())?;
         // The calls run as the frozen identity, or not at all.
         queried_identity(&session, &l, private.as_ref()).map_err(identity_error)?;
-        let mut record = |t: &aws::Termination| -> crate::Result<()> {
+        let mut record = |t: &rules::Termination| -> crate::Result<()> {
             let ledger = Ledger::open(&cli.ledger, wait)?;
             let done = ledger.append(
                 &[Draft {
@@ -398,10 +421,10 @@ mod with_aws {
                 "after": after,
             }))?;
         } else {
-            println!(
+            outln!(
                 "{} call(s) made from audit seq {audit_seq}; audit again:",
                 calls.len()
-            );
+            )?;
             print_audit(seq, &after, false)?;
         }
         Ok(audit_exit(&after))

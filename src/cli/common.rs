@@ -2,6 +2,7 @@
 //! reads, deciding and appending under the writer lock, parsing group and
 //! case names, file hashes, and exit codes of checks.
 
+use crate::cli::out::outln;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,10 +38,39 @@ pub(crate) fn head_json(h: &Head) -> serde_json::Value {
 }
 
 pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(crate::cli::out::Out);
     serde_json::to_writer(&mut out, v)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
+}
+
+/// Says on stderr what an append did, before anything goes to stdout: a
+/// reader who closed stdout (`| head`) still sees that records were written.
+pub(crate) fn announce(done: &[Appended]) {
+    let written: Vec<&Appended> = done.iter().filter(|a| a.appended).collect();
+    match (written.first(), written.last()) {
+        (Some(first), Some(last)) if first.seq == last.seq => eprintln!(
+            "benchledger: appended seq {} hash {}",
+            first.seq,
+            hex::encode(first.hash)
+        ),
+        (Some(first), Some(last)) => eprintln!(
+            "benchledger: appended seqs {}..={} ({} records), head hash {}",
+            first.seq,
+            last.seq,
+            written.len(),
+            hex::encode(last.hash)
+        ),
+        _ => {
+            if let Some(a) = done.first() {
+                eprintln!(
+                    "benchledger: already recorded at seq {} (nothing appended)",
+                    a.seq
+                );
+            }
+        }
+    }
 }
 
 pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
@@ -89,7 +119,9 @@ pub(crate) fn append_events(
             idempotency_key: None,
         })
         .collect();
-    Ok(ledger.append(&drafts, now_ns)?)
+    let done = ledger.append(&drafts, now_ns)?;
+    announce(&done);
+    Ok(done)
 }
 
 /// Splits `LINEAGE/GROUP` or `GROUP`.
@@ -196,7 +228,7 @@ pub(crate) fn report_appended(
         }))?;
     } else {
         let seqs: Vec<String> = done.iter().map(|d| d.seq.to_string()).collect();
-        println!("{what} at seq {}", seqs.join(", "));
+        outln!("{what} at seq {}", seqs.join(", "))?;
     }
     Ok(())
 }

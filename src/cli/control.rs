@@ -1,5 +1,6 @@
 //! `control reuse | list`: the control catalog (LINEAGE-6, LINEAGE-9).
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -62,10 +63,10 @@ pub fn run_control(cli: &Cli, cmd: &ControlCommand, wait: Duration) -> anyhow::R
             if a.json {
                 print_json(&json!({ "controls": cat }))?;
             } else if cat.is_empty() {
-                println!("no accepted control in the catalog");
+                outln!("no accepted control in the catalog")?;
             } else {
                 for e in cat {
-                    println!(
+                    outln!(
                         "{}/{} key {} artifact {} (seq {}) reused by {:?}",
                         e.group.lineage,
                         e.group.group,
@@ -73,7 +74,7 @@ pub fn run_control(cli: &Cli, cmd: &ControlCommand, wait: Duration) -> anyhow::R
                         e.artifact_blake3,
                         e.seq,
                         e.reused_by
-                    );
+                    )?;
                 }
             }
         }

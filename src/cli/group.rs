@@ -1,6 +1,7 @@
 //! `group open | close | seal`: a group's daemon start, its end of launches
 //! and its sealed verdict.
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -107,7 +108,7 @@ pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Resul
     if json_out {
         print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
     } else {
-        println!("group {what} at seq {}", done[0].seq);
+        outln!("group {what} at seq {}", done[0].seq)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -141,9 +142,9 @@ pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow:
             "appended": done.iter().map(|d| d.seq).collect::<Vec<_>>(),
         }))?;
     } else {
-        println!("sealed {group} {status} at seq {}", done[0].seq);
+        outln!("sealed {group} {status} at seq {}", done[0].seq)?;
         if !failing.is_empty() {
-            println!("failing rows: {}", failing.join(", "));
+            outln!("failing rows: {}", failing.join(", "))?;
         }
         if done.len() > 1 {
             eprintln!(

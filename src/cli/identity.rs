@@ -48,13 +48,14 @@ pub use with_aws::run_identity;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::error::ExitClass;
     use crate::log::ledger::{Draft, Ledger};
 
     use crate::cli::aws::*;
-    use crate::gates::aws::{self};
+    use crate::gates::rules;
     use crate::schema::events::{Event, Status};
     use crate::schema::events::{IdentityChecked, LineageStopped};
     use crate::schema::rule::Rule;
@@ -73,11 +74,11 @@ mod with_aws {
         let (session, target) = open_session(&l, Some(&private))?;
         let outcome = session
             .caller_identity()
-            .map(|id| aws::judge_identity(&private.key, &l.frozen.manifest.private, &id));
+            .map(|id| rules::judge_identity(&private.key, &l.frozen.manifest.private, &id));
         let m = &l.frozen.manifest.public;
-        let selector = aws::selector_label(m, &l.frozen.manifest.private);
+        let selector = rules::selector_label(m, &l.frozen.manifest.private);
         let obs: IdentityChecked =
-            aws::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
+            rules::identity_observation(&l.frozen.lineage, &selector, &target, ambient, &outcome);
         let ledger = Ledger::open(&cli.ledger, wait)?;
         let mut batch = ledger.batch(now_utc_ns())?;
         let draft = |event| Draft {
@@ -100,7 +101,7 @@ mod with_aws {
             }
             _ => None,
         };
-        batch.commit()?;
+        announce(&batch.commit()?);
         drop(ledger);
         if a.json {
             print_json(&json!({
@@ -117,7 +118,7 @@ mod with_aws {
             }))?;
         } else {
             match &outcome {
-                Ok(v) => println!(
+                Ok(v) => outln!(
                     "identity {} as {} in account {} (selector {}); recorded at seq {}",
                     if v.status == Status::Pass {
                         "proven"
@@ -128,17 +129,17 @@ mod with_aws {
                     v.account.redacted,
                     obs.selector,
                     checked.seq
-                ),
-                Err(e) => println!("identity not proven: {e}; recorded at seq {}", checked.seq),
+                )?,
+                Err(e) => outln!("identity not proven: {e}; recorded at seq {}", checked.seq)?,
             }
             if !obs.ambient_variables_ignored.is_empty() {
-                println!(
+                outln!(
                     "  ignored ambient variables: {}",
                     obs.ambient_variables_ignored.join(", ")
-                );
+                )?;
             }
             if let Some(s) = stop {
-                println!("  lineage stopped (GATE-1) at seq {}", s.seq);
+                outln!("  lineage stopped (GATE-1) at seq {}", s.seq)?;
             }
         }
         Ok(match outcome {

@@ -12,6 +12,7 @@
 //! key is its trial, so a changed result for a recorded trial is refused
 //! (LEDGER-2, exit 3).
 
+use crate::cli::out::outln;
 use std::io::{BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -193,7 +194,7 @@ fn ingest_rows(
         let tty = std::io::stderr().is_terminal();
         let mut report = |rows: u64, read: u64| {
             if tty {
-                let pct = if bytes == 0 { 100 } else { read * 100 / bytes };
+                let pct = (read * 100).checked_div(bytes).unwrap_or(100);
                 eprint!("\ringest {kind}: {rows} rows, {pct}% of {source}   ");
                 let _ = std::io::stderr().flush();
             }
@@ -247,6 +248,7 @@ fn ingest_rows(
             other => other,
         })?;
     let mut done = batch.commit()?;
+    announce(&done);
     done.pop(); // the artifact
     let s = summarize(&done);
     let secs = t0.elapsed().as_secs_f64();
@@ -285,7 +287,7 @@ fn report_rows(
             (Some(a), Some(b)) => format!(" at seqs {a}..={b}"),
             _ => String::new(),
         };
-        println!("ingested {} {kind} rows from {source}: {} appended{range}, {} already recorded ({:.1} s)", s.rows, s.appended, s.rows - s.appended, secs);
+        outln!("ingested {} {kind} rows from {source}: {} appended{range}, {} already recorded ({:.1} s)", s.rows, s.appended, s.rows - s.appended, secs)?;
         Ok(())
     }
 }
@@ -357,18 +359,19 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
     }
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();
     let done = batch.commit()?;
+    announce(&done);
     let appended = done.iter().filter(|a| a.appended).count();
     if a.json {
         print_json(
             &json!({ "results": results, "appended": appended, "trials": recorded, "incomplete": incomplete }),
         )?;
     } else {
-        println!(
+        outln!(
             "ingested {results} trial results from {}: {appended} records appended",
             a.dir.display()
-        );
+        )?;
         for i in &incomplete {
-            println!("  incomplete (no result.json: still running or lost): {i}");
+            outln!("  incomplete (no result.json: still running or lost): {i}")?;
         }
     }
     Ok(ExitCode::SUCCESS)

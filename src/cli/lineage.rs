@@ -1,5 +1,6 @@
 //! `lineage show | stop` (LINEAGE-1..5, VERDICT-3).
 
+use crate::cli::out::outln;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,38 +45,49 @@ pub struct LineageShowArgs {
     pub json: bool,
 }
 
-pub(crate) fn print_lineage(v: &verdict::LineageView) {
-    println!("lineage {}", v.lineage);
+pub(crate) fn print_lineage(v: &verdict::LineageView) -> std::io::Result<()> {
+    outln!("lineage {}", v.lineage)?;
     for g in &v.groups {
-        let sealed = g
-            .sealed
-            .as_ref()
-            .map_or("unsealed".to_string(), |(seq, s)| {
-                format!("sealed {s} at seq {seq}")
-            });
-        println!(
-            "  {:<10} {:<24} now {:<22}{}",
+        // An open group's verdict is what a seal would attest now, never
+        // a verdict: worded as `replay` and `gate` word it (issue 21).
+        let (standing, now) = match (&g.sealed, g.opened_seq) {
+            (Some((seq, s)), _) => (
+                format!("sealed {s} at seq {seq}"),
+                format!("now {}", g.status_now),
+            ),
+            (None, Some(seq)) => (
+                format!("open since seq {seq}"),
+                format!("if sealed now, {}", g.status_now),
+            ),
+            (None, None) => (
+                "not opened".to_string(),
+                format!("the log gives {} now", g.status_now),
+            ),
+        };
+        outln!(
+            "  {:<10} {:<24} {:<26}{}",
             g.group,
-            sealed,
-            g.status_now,
+            standing,
+            now,
             g.feedback_seq
                 .map_or(String::new(), |s| format!(" feedback at seq {s}"))
-        );
+        )?;
     }
     if let Some(c) = &v.control {
-        println!("  control: {c}");
+        outln!("  control: {c}")?;
     }
-    println!(
+    outln!(
         "  next group: {}",
         v.next_group.as_deref().unwrap_or("none")
-    );
+    )?;
     if !v.feedback_allowed.is_empty() {
-        println!("  feedback allowed from: {}", v.feedback_allowed.join(", "));
+        outln!("  feedback allowed from: {}", v.feedback_allowed.join(", "))?;
     }
     if let Some((seq, rule, reason)) = &v.stopped {
-        println!("  STOPPED at seq {seq} ({rule}): {reason}");
+        outln!("  STOPPED at seq {seq} ({rule}): {reason}")?;
     }
-    println!("  complete: {}", v.complete);
+    outln!("  complete: {}", v.complete)?;
+    Ok(())
 }
 
 /// `lineage stop | show`.
@@ -96,7 +108,7 @@ pub fn run_lineage(cli: &Cli, cmd: &LineageCommand, wait: Duration) -> anyhow::R
             if a.json {
                 print_json(&serde_json::to_value(&v)?)?;
             } else {
-                print_lineage(&v);
+                print_lineage(&v)?;
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Verbs on the log itself: `init`, `verify`, `head`, `log`, `import`,
 //! `note`.
 
+use crate::cli::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::cli::common::*;
+use crate::cli::progress::{CountingReader, Progress};
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::limits::NOTE_TEXT_BYTES_MAX;
@@ -83,25 +85,25 @@ fn print_verify(
         }));
     }
     match (&r.damage, r.head) {
-        (None, Some(h)) => println!(
+        (None, Some(h)) => outln!(
             "ok: {} records verify; head seq {} hash {}",
             r.records,
             h.seq,
             hex::encode(h.hash)
-        ),
-        (Some(d), _) => println!("damaged: first bad seq {}: {}: {}", d.seq, d.kind, d.detail),
+        )?,
+        (Some(d), _) => outln!("damaged: first bad seq {}: {}: {}", d.seq, d.kind, d.detail)?,
         (None, None) => unreachable!("a report without damage has a head"),
     }
     match ckpt {
         Some(Check::Matches { seq }) => {
-            println!("checkpoint: the projection checkpoint at seq {seq} equals the replay of the log")
+            outln!("checkpoint: the projection checkpoint at seq {seq} equals the replay of the log")?
         }
         Some(Check::Ignored { why }) => {
-            println!("checkpoint: {CHECKPOINT_FILE} is ignored: {why}")
+            outln!("checkpoint: {CHECKPOINT_FILE} is ignored: {why}")?
         }
-        Some(Check::Differs { seq }) => println!(
+        Some(Check::Differs { seq }) => outln!(
             "damaged: the projection checkpoint at seq {seq} differs from the replay of the log; deciding verbs would trust it: delete {CHECKPOINT_FILE} (the log itself verifies)"
-        ),
+        )?,
         Some(Check::Absent) | None => {}
     }
     Ok(())
@@ -116,7 +118,12 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
     let dir = &cli.ledger;
     let mut id = [0u8; 16];
     getrandom::fill(&mut id).map_err(|e| Error::io("read randomness for the ledger id", e))?;
-    let (_, genesis) = Ledger::create(&dir, wait, id, &cli.actor, now_utc_ns())?;
+    let (_, genesis) = Ledger::create(dir, wait, id, &cli.actor, now_utc_ns())?;
+    eprintln!(
+        "benchledger: appended seq {} hash {} (genesis)",
+        genesis.seq,
+        hex::encode(genesis.hash)
+    );
     if a.json {
         print_json(&json!({
             "dir": dir.display().to_string(),
@@ -125,12 +132,12 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
             "head_hash": hex::encode(genesis.hash),
         }))?;
     } else {
-        println!("created ledger {} in {}", hex::encode(id), dir.display());
-        println!(
+        outln!("created ledger {} in {}", hex::encode(id), dir.display())?;
+        outln!(
             "head seq {} hash {}",
             genesis.seq,
             hex::encode(genesis.hash)
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -138,8 +145,10 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// `verify`: every link from seq 0, then the projection checkpoint.
 pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
+    let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let report = ledger.verify()?;
+    verifying.finish();
     // Paired check of the derived cache: a present checkpoint must
     // equal the replay of the (verified) log at its seq.
     let ckpt = if report.ok() {
@@ -159,12 +168,12 @@ pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Res
 /// `head`.
 pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let head = ledger.head()?;
     if a.json {
         print_json(&head_json(&head))?;
     } else {
-        println!("seq {} hash {}", head.seq, hex::encode(head.hash));
+        outln!("seq {} hash {}", head.seq, hex::encode(head.hash))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -180,17 +189,17 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         ))
         .into());
     }
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let head = ledger.head()?;
     if a.from > head.seq {
         return Err(BadUsage(format!("--from {} is past the head {}", a.from, head.seq)).into());
     }
     let to = a.to.unwrap_or(head.seq).min(head.seq);
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut out = BufWriter::new(crate::cli::out::Out);
     for v in ledger.records_from(a.from)? {
         let v = v?;
         let r = &v.decoded.record;
-        if r.seq > to {
+        if r.seq > to || crate::cli::out::closed() {
             break;
         }
         let line = json!({
@@ -215,22 +224,27 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
     let dir = &cli.ledger;
     let source = a.jsonl.display().to_string();
     let head = if a.jsonl.as_os_str() == "-" {
-        crate::log::export::import_jsonl(&mut std::io::stdin().lock(), "stdin", &dir, wait)?
+        let progress = Progress::bytes("import", None);
+        let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
+        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait)?
     } else {
         let file = std::fs::File::open(&a.jsonl)
             .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
-        crate::log::export::import_jsonl(&mut std::io::BufReader::new(file), &source, &dir, wait)?
+        let size = file.metadata().ok().map(|meta| meta.len());
+        let progress = Progress::bytes("import", size);
+        let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
+        crate::log::export::import_jsonl(&mut input, &source, dir, wait)?
     };
     if a.json {
         print_json(&head_json(&head))?;
     } else {
-        println!(
+        outln!(
             "imported {} records into {}; head seq {} hash {}",
             head.seq + 1,
             dir.display(),
             head.seq,
             hex::encode(head.hash)
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -245,7 +259,7 @@ pub(crate) fn run_note(cli: &Cli, a: &NoteArgs, wait: Duration) -> anyhow::Resul
         ))
         .into());
     }
-    let ledger = Ledger::open(&dir, wait)?;
+    let ledger = Ledger::open(dir, wait)?;
     let draft = Draft {
         actor: cli.actor.clone(),
         event: Event::OperatorNoted(OperatorNoted {
@@ -254,19 +268,21 @@ pub(crate) fn run_note(cli: &Cli, a: &NoteArgs, wait: Duration) -> anyhow::Resul
         }),
         idempotency_key: a.idempotency_key.clone(),
     };
-    let done = ledger.append(&[draft], now_utc_ns())?[0];
+    let done = ledger.append(&[draft], now_utc_ns())?;
+    announce(&done);
+    let done = done[0];
     if a.json {
         print_json(
             &json!({ "seq": done.seq, "hash": hex::encode(done.hash), "appended": done.appended }),
         )?;
     } else if done.appended {
-        println!("appended seq {} hash {}", done.seq, hex::encode(done.hash));
+        outln!("appended seq {} hash {}", done.seq, hex::encode(done.hash))?;
     } else {
-        println!(
+        outln!(
             "already recorded at seq {} hash {}",
             done.seq,
             hex::encode(done.hash)
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `manifest freeze | sign-off | show`.
 
+use crate::cli::out::{out, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -100,7 +101,7 @@ pub(crate) fn run_manifest(
         ManifestCommand::Freeze(a) => {
             let public = read_text(&a.file)?;
             let private = read_text(&a.private)?;
-            let frozen = crate::schema::manifest::freeze(
+            let frozen = crate::method::freeze::freeze(
                 &public,
                 &a.file.display().to_string(),
                 &private,
@@ -122,20 +123,20 @@ pub(crate) fn run_manifest(
             if a.json {
                 print_json(&summary)?;
             } else {
-                println!(
+                outln!(
                     "froze lineage {} at seq {}",
                     summary["lineage"].as_str().unwrap_or(""),
                     done[0].seq
-                );
+                )?;
                 for k in [
                     "manifest_blake3",
                     "task_manifest_blake3",
                     "lineage_key",
                     "control_key",
                 ] {
-                    println!("  {k:<21} {}", summary[k].as_str().unwrap_or(""));
+                    outln!("  {k:<21} {}", summary[k].as_str().unwrap_or(""))?;
                 }
-                println!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER");
+                outln!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -151,7 +152,7 @@ pub(crate) fn run_manifest(
             if a.json {
                 print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
             } else {
-                println!("signed off as {role:?} at seq {}", done[0].seq);
+                outln!("signed off as {role:?} at seq {}", done[0].seq)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -160,7 +161,7 @@ pub(crate) fn run_manifest(
             let state = decide_state(&ledger)?;
             let l = state.lineage(a.lineage.as_deref())?;
             if let Some(p) = &a.private {
-                let checked = crate::schema::manifest::check_private(
+                let checked = crate::method::freeze::check_private(
                     &l.frozen.manifest,
                     &read_text(p)?,
                     &p.display().to_string(),
@@ -171,19 +172,23 @@ pub(crate) fn run_manifest(
                     checked.join(", ")
                 );
             }
-            let value = if a.redacted {
+            let mut value = if a.redacted {
                 l.frozen.manifest.redacted_json()
             } else {
                 serde_json::to_value(&l.frozen)?
             };
+            // A v2 lineage's plan is public (commands, keys): shown in both.
+            if let (Some(plan), Some(map)) = (&l.plan, value.as_object_mut()) {
+                map.insert("plan".into(), serde_json::to_value(plan)?);
+            }
             if a.json {
                 print_json(&value)?;
             } else {
-                print!(
+                out!(
                     "{}",
                     toml::to_string(&without_nulls(value))
                         .map_err(|e| Error::io("render toml", e))?
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }

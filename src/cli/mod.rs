@@ -19,6 +19,10 @@ mod ingest;
 mod lineage;
 mod log;
 mod manifest;
+mod out;
+#[cfg(feature = "parquet")]
+mod parquet;
+mod progress;
 mod quota;
 mod replay;
 mod report;

@@ -47,6 +47,7 @@ pub use with_aws::run_quota;
 #[cfg(feature = "aws")]
 mod with_aws {
     use super::*;
+    use crate::cli::out::outln;
     use serde_json::json;
 
     use crate::error::ExitClass;
@@ -55,6 +56,7 @@ mod with_aws {
 
     use crate::cli::aws::*;
     use crate::gates::aws::{self};
+    use crate::gates::rules;
 
     /// `quota check`.
     pub fn run_quota(cli: &Cli, cmd: &QuotaCommand, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -69,7 +71,7 @@ mod with_aws {
             Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
             Err(e) => Err(e),
         };
-        let obs = aws::quota_observation(m, &target.region, &outcome);
+        let obs = rules::quota_observation(m, &target.region, &outcome);
         let done = append(cli, wait, vec![Event::QuotaChecked(obs.clone())])?;
         if a.json {
             let mut v = serde_json::to_value(&obs)?;
@@ -77,7 +79,7 @@ mod with_aws {
             v["central_live"] = json!(outcome.as_ref().ok().map(|n| n.central_live));
             print_json(&v)?;
         } else {
-            println!(
+            outln!(
                 "quota {} {}: quota {} - used {} = available {} vs required {} vCPU: {}; recorded at seq {}",
                 obs.quota_code,
                 obs.region,
@@ -87,7 +89,7 @@ mod with_aws {
                 obs.required_vcpu,
                 if obs.status == Status::Pass { "holds" } else { "does not hold" },
                 done[0].seq
-            );
+            )?;
         }
         Ok(match &outcome {
             Ok(_) => exit(obs.status),

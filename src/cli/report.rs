@@ -1,8 +1,9 @@
 //! The CLI of the report and the publication exports: `report [show]
 //! LINEAGE`, `report registry LINEAGE`, `export --redacted DIR` and
 //! `export --parquet DIR`. Gathers the verified ledger, its head and the
-//! output paths; every number comes from `src/report.rs`.
+//! output paths; every number comes from `crate::report`.
 
+use crate::cli::out::{out, outln};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,9 +13,10 @@ use crate::cli::Cli;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::cli::progress::Progress;
 use crate::error::Error;
 use crate::log::ledger::Ledger;
-use crate::method::projections::{replay_scanning, State};
+use crate::method::projections::{replay_until_observed, State};
 use crate::report::{self, LedgerHead};
 
 /// Arguments of `report`: `report [show] [LINEAGE] [--format md|json]
@@ -99,7 +101,9 @@ pub(crate) fn verified_state(
     wait: Duration,
 ) -> anyhow::Result<(Ledger, State, LedgerHead)> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
+    let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let v = ledger.verify()?;
+    verifying.finish();
     if !v.ok() {
         let d = v
             .damage
@@ -110,7 +114,11 @@ pub(crate) fn verified_state(
             Error::Damage(format!("the ledger does not verify ({d}); run `verify`")).into(),
         );
     }
-    let state = replay_scanning(&ledger)?;
+    let replaying = Progress::records("replay", ledger.head()?.seq + 1);
+    let state = replay_until_observed(&ledger, State::scanning(), u64::MAX, &mut |seq| {
+        replaying.set(seq + 1)
+    })?;
+    replaying.finish();
     let head = head_of(&ledger)?;
     Ok((ledger, state, head))
 }
@@ -148,7 +156,7 @@ fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode>
     let r = report::build(&state, a.lineage.as_deref(), head)?;
     match &a.out {
         None => match a.format {
-            Format::Md => print!("{}", report::render_markdown(&r)),
+            Format::Md => out!("{}", report::render_markdown(&r))?,
             Format::Json => print_json(&serde_json::to_value(&r)?)?,
         },
         Some(dir) => {
@@ -156,7 +164,7 @@ fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode>
                 .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
             for (name, bytes) in report_files(&r)? {
                 write_file(&dir.join(name), &bytes)?;
-                println!("{}", dir.join(name).display());
+                outln!("{}", dir.join(name).display())?;
             }
             eprintln!(
                 "report of {} at head seq {}: {}",
@@ -179,7 +187,7 @@ fn run_registry(cli: &Cli, a: &RegistryArgs, wait: Duration) -> anyhow::Result<E
     if a.json {
         print_json(&serde_json::to_value(&r)?)?;
     } else {
-        print!("{}", report::render_registry_yaml(&r));
+        out!("{}", report::render_registry_yaml(&r))?;
     }
     Ok(ExitCode::SUCCESS)
 }

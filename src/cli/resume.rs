@@ -1,5 +1,6 @@
 //! `resume`: the identities of a group that may launch (CASE-4).
 
+use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -74,17 +75,17 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
             &json!({ "group": group, "launchable": launchable, "not_launchable": blocked }),
         )?;
     } else {
-        println!("{} launchable in {group}:", launchable.len());
+        outln!("{} launchable in {group}:", launchable.len())?;
         for c in &launchable {
-            println!("  {c}");
+            outln!("  {c}")?;
         }
-        println!("{} not launchable:", blocked.len());
+        outln!("{} not launchable:", blocked.len())?;
         for b in &blocked {
-            println!(
+            outln!(
                 "  {}: {}",
                 b["case"].as_str().unwrap_or(""),
                 b["reason"].as_str().unwrap_or("")
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

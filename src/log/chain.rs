@@ -446,7 +446,7 @@ fn is_non_canonical(e: &crate::log::record::RecordError) -> bool {
     matches!(
         e,
         RecordError::Codec(CodecError::NonCanonical | CodecError::Trailing(_))
-            | RecordError::Payload(crate::schema::events::PayloadError::Codec {
+            | RecordError::Payload(crate::log::codec::PayloadError::Codec {
                 source: CodecError::NonCanonical | CodecError::Trailing(_),
                 ..
             })

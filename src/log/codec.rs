@@ -6,11 +6,16 @@
 //! decoded value must reproduce the input exactly; anything else is
 //! non-canonical and rejected. This is what makes "hash exactly what is
 //! stored" meaningful.
+//!
+//! Event payloads go through [`encode_payload`] and [`decode_payload`]: the
+//! vocabulary (`schema::events`) names no codec and dispatches each kind's
+//! type through [`Canonical`], its [`PayloadCodec`].
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::limits::RECORD_BYTES_MAX;
+use crate::schema::events::{Event, PayloadCodec};
 
 /// Why bytes could not be accepted as a canonical encoding.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,6 +113,59 @@ pub(crate) fn decode_canonical_reference<T: Serialize + DeserializeOwned>(
     let (value, used): (T, usize) = bincode::serde::decode_from_slice(bytes, config())
         .map_err(|e| CodecError::Undecodable(e.to_string()))?;
     canonical(value, used, bytes)
+}
+
+// ---------------------------------------------------------------------------
+// Event payloads: the vocabulary's types through this codec
+// ---------------------------------------------------------------------------
+
+/// Why a payload could not be decoded, with this codec's error.
+pub type PayloadError = crate::schema::events::PayloadError<CodecError>;
+
+/// This codec as the event vocabulary's [`PayloadCodec`]: [`encode`] and
+/// [`decode_canonical`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Canonical;
+
+impl PayloadCodec for Canonical {
+    type Error = CodecError;
+    fn encode<T: Serialize>(&self, payload: &T) -> Result<Vec<u8>, CodecError> {
+        encode(payload)
+    }
+    fn decode<T: Serialize + DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
+        decode_canonical(bytes)
+    }
+}
+
+/// The canonical payload bytes of an event.
+pub fn encode_payload(event: &Event) -> Result<Vec<u8>, CodecError> {
+    event.encode_payload_with(&Canonical)
+}
+
+/// Decodes a payload of `kind`; the bytes must be canonical.
+pub fn decode_payload(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+    Event::decode_payload_with(&Canonical, kind, bytes)
+}
+
+/// [`Canonical`] with `decode_canonical_reference` (tests).
+#[cfg(test)]
+struct CanonicalReference;
+
+#[cfg(test)]
+impl PayloadCodec for CanonicalReference {
+    type Error = CodecError;
+    fn encode<T: Serialize>(&self, payload: &T) -> Result<Vec<u8>, CodecError> {
+        encode(payload)
+    }
+    fn decode<T: Serialize + DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, CodecError> {
+        decode_canonical_reference(bytes)
+    }
+}
+
+/// `decode_payload` through `decode_canonical_reference`.
+#[cfg(test)]
+pub(crate) fn decode_payload_reference(kind: &str, bytes: &[u8]) -> Result<Event, PayloadError> {
+    Event::decode_payload_with(&CanonicalReference, kind, bytes)
 }
 
 /// Every variation of `bytes` the differential tests try: each byte
@@ -634,5 +692,20 @@ mod tests {
             decode_canonical::<String>(&bytes),
             Err(CodecError::Undecodable(_))
         ));
+    }
+
+    #[test]
+    fn payload_round_trips_and_unknown_kind_is_named() {
+        use crate::schema::events::OperatorNoted;
+        let e = Event::OperatorNoted(OperatorNoted {
+            lineage: None,
+            text: "hello".into(),
+        });
+        let bytes = encode_payload(&e).unwrap();
+        assert_eq!(decode_payload(e.kind(), &bytes).unwrap(), e);
+        assert_eq!(
+            decode_payload("nope.v1", &bytes),
+            Err(PayloadError::UnknownKind("nope.v1".into()))
+        );
     }
 }

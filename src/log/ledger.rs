@@ -212,9 +212,7 @@ impl Ledger {
             }),
             idempotency_key: None,
         };
-        let payload = genesis
-            .event
-            .encode_payload()
+        let payload = crate::log::codec::encode_payload(&genesis.event)
             .map_err(|e| Error::input(e.to_string()))?;
         let bytes = encode_draft(&genesis, payload, 0, now_ns)?;
         let sealed = Sealed::new(chain::ZERO_HASH, 0, bytes);
@@ -624,9 +622,7 @@ impl Batch<'_> {
     /// payload adds nothing and reports the original; with another payload
     /// it is refused (LEDGER-2).
     pub fn push(&mut self, d: Draft) -> Result<Appended> {
-        let payload = d
-            .event
-            .encode_payload()
+        let payload = crate::log::codec::encode_payload(&d.event)
             .map_err(|e| Error::input(format!("{}: {e}", d.event.kind())))?;
         if let Some(key) = &d.idempotency_key {
             record::check_idempotency_key(key)?;

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::limits::{ACTOR_BYTES_MAX, IDEMPOTENCY_KEY_BYTES_MAX, RECORD_BYTES_MAX};
-use crate::log::codec::{self, CodecError};
-use crate::schema::events::{Event, PayloadError};
+use crate::log::codec::{self, CodecError, PayloadError};
+use crate::schema::events::Event;
 
 /// The record format version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
@@ -68,7 +68,7 @@ impl Record {
         if record.format != FORMAT_VERSION {
             return Err(RecordError::Format(record.format));
         }
-        let event = Event::decode_payload(&record.kind, &record.payload)?;
+        let event = codec::decode_payload(&record.kind, &record.payload)?;
         Ok(Decoded { record, event })
     }
 }
@@ -163,7 +163,7 @@ mod tests {
             actor: "ci".into(),
             kind: e.kind().into(),
             idempotency_key: None,
-            payload: e.encode_payload().unwrap(),
+            payload: codec::encode_payload(&e).unwrap(),
         }
     }
 
@@ -184,11 +184,11 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let payload = event.encode_payload().unwrap();
+            let payload = codec::encode_payload(&event).unwrap();
             for m in codec::mutations(&payload) {
                 assert_eq!(
-                    Event::decode_payload(event.kind(), &m),
-                    Event::decode_payload_reference(event.kind(), &m),
+                    codec::decode_payload(event.kind(), &m),
+                    codec::decode_payload_reference(event.kind(), &m),
                     "{} {m:?}",
                     event.kind()
                 );

@@ -388,8 +388,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            2,
-            "6808a0b7eefd88f46df4837c92c35588fcbebbde7e24142aafed55e184df0fb4".to_string()
+            3,
+            "f88210802d15806af3d7c69f5e748e43a8a6c084e54016de378a52bfe4f10c86".to_string()
         ),
         "state layout changed"
     );

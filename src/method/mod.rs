@@ -1,4 +1,5 @@
-//! The method as code: decide (commands -> events or a refusal citing the
+//! The method as code: freeze (TOML input -> validated stored manifest,
+//! commitments, keys), decide (commands -> events or a refusal citing the
 //! rule), projections (pure folds of events), verdicts (one function per gate
 //! row) and TrialConfig rendering. Never reads the clock, the environment,
 //! files or the network: the CLI gathers facts and passes them in.
@@ -6,6 +7,8 @@
 pub mod audit;
 pub mod checkpointed;
 pub mod decide;
+pub mod freeze;
+pub mod lineage;
 pub mod projections;
 pub mod trial_config;
 pub mod verdict;

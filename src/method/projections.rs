@@ -9,10 +9,12 @@ use crate::error::{Error, Result};
 use crate::log::ledger::Ledger;
 use crate::schema::events::{
     CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupSealed,
+    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupRef, GroupSealed,
     LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
     SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
 };
+use crate::schema::plan::Plan;
+use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
 /// audit can tell which logic produced them.
@@ -27,19 +29,19 @@ pub struct At {
     pub utc_ns: u64,
 }
 
-/// The states of a case identity (CASE-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaseStatus {
-    /// Never started: the only state that may launch.
-    NotStarted,
-    /// Started, no terminal evidence yet. Consumed forever (CASE-2).
-    Started,
-    /// A complete TrialResult: the verifier ran, a reward exists, and the
-    /// exception is empty or an accepted typed condition (CASE-3).
-    TerminalValid,
-    /// Terminal without a valid TrialResult.
-    TerminalInvalid,
+crate::schema::named::named_enum! {
+    /// The states of a case identity (CASE-1).
+    pub enum CaseStatus {
+        /// Never started: the only state that may launch.
+        NotStarted = "not_started",
+        /// Started, no terminal evidence yet. Consumed forever (CASE-2).
+        Started = "started",
+        /// A complete TrialResult: the verifier ran, a reward exists, and the
+        /// exception is empty or an accepted typed condition (CASE-3).
+        TerminalValid = "terminal_valid",
+        /// Terminal without a valid TrialResult.
+        TerminalInvalid = "terminal_invalid",
+    }
 }
 
 impl CaseStatus {
@@ -253,7 +255,7 @@ impl GroupState {
     pub fn accepted(&self) -> bool {
         self.sealed
             .as_ref()
-            .is_some_and(|(_, s)| s.status == "accepted")
+            .is_some_and(|(_, s)| VerdictStatus::Accepted.is(&s.status))
     }
 
     /// Cases started and not terminal (CASE-7).
@@ -274,6 +276,48 @@ pub struct Observation {
     pub status: Status,
 }
 
+/// Who signed off in a role, and at which seq (FREEZE-7).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignOff {
+    /// The name (or key) that signed.
+    pub name: String,
+    /// The seq of the sign-off record.
+    pub seq: u64,
+}
+
+/// The first lineage that claimed a run-scoped resource (FREEZE-4).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Claim {
+    /// The lineage that claimed it.
+    pub lineage: String,
+    /// The manifest field that named it.
+    pub field: String,
+}
+
+/// A credential shape found in a stored string (the secrets row).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecretFinding {
+    /// The record's seq.
+    pub seq: u64,
+    /// `<kind>.<field path>` of the string.
+    pub field: String,
+    /// The shape's name (never the value).
+    pub shape: String,
+}
+
+/// What a generic gate observation is about: the latest one per key counts.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct CheckKey {
+    /// The kind of check.
+    pub kind: CheckKind,
+    /// The group it was for, if any.
+    pub group: Option<String>,
+    /// Its target (a gate target, a config hash, a URL).
+    pub target: String,
+}
+
 /// The latest gate observations of a lineage (GATE-1..3).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Gates {
@@ -282,7 +326,7 @@ pub struct Gates {
     /// The latest quota check.
     pub quota: Option<Observation>,
     /// The latest generic check by (kind, group, target).
-    pub checks: BTreeMap<(CheckKind, Option<String>, String), Observation>,
+    pub checks: BTreeMap<CheckKey, Observation>,
 }
 
 /// One lineage as the log has it.
@@ -290,10 +334,12 @@ pub struct Gates {
 pub struct LineageState {
     /// Seq of the `manifest_frozen` event.
     pub frozen_seq: u64,
-    /// The frozen manifest and its keys.
+    /// The frozen manifest and its keys (the v1 fields of either version).
     pub frozen: ManifestFrozen,
+    /// The plan of a v2 lineage (`None` for a lineage frozen as v1).
+    pub plan: Option<Plan>,
     /// Sign-offs by role: (name, seq).
-    pub sign_offs: BTreeMap<SignOffRole, (String, u64)>,
+    pub sign_offs: BTreeMap<SignOffRole, SignOff>,
     /// Groups with anything recorded, by name.
     pub groups: BTreeMap<String, GroupState>,
     /// The latest gate observations.
@@ -321,13 +367,13 @@ pub struct State {
     pub lineages: BTreeMap<String, LineageState>,
     /// Run-scoped resources claimed by frozen lineages (FREEZE-4):
     /// claim key -> (lineage, field).
-    pub claims: BTreeMap<String, (String, String)>,
+    pub claims: BTreeMap<String, Claim>,
     /// The control catalog: accepted controls by control key (LINEAGE-6).
     pub controls: BTreeMap<String, Vec<(At, ControlRegistered)>>,
     /// Strings that look like credentials, by (lineage, group) when the
     /// event names one (the verdict's secrets row): (seq, field, shape).
     /// Filled only when the fold scans (`State::scanning`).
-    pub secret_findings: BTreeMap<(String, String), Vec<(u64, String, String)>>,
+    pub secret_findings: BTreeMap<GroupRef, Vec<SecretFinding>>,
     /// Whether `apply` scans every event's strings for credentials.
     pub scan_secrets: bool,
     /// One shared copy of each repeated string of the request evidence
@@ -466,38 +512,60 @@ impl State {
     /// Applies one event. Infallible: anything `decide` produced folds, and
     /// what a projection does not need is ignored.
     pub fn apply(&mut self, at: At, event: &Event) {
-        // Later records sit at later seqs; a fold never goes backwards.
-        debug_assert!(
+        // Later records sit at later seqs; a fold never moves the head back
+        // (a programmer error: the verified walk hands out seqs in order).
+        assert!(
             self.head_seq.is_none_or(|h| h < at.seq),
-            "events applied out of order"
+            "events applied out of order: seq {} after {:?}",
+            at.seq,
+            self.head_seq
         );
+        self.head_seq = Some(at.seq);
+        let _folded = self.apply_lineage_event(at, event)
+            || self.apply_group_event(at, event)
+            || self.apply_case_event(at, event)
+            || self.apply_request_event(at, event);
+        if self.scan_secrets {
+            self.scan(at.seq, event);
+        }
+    }
+
+    /// A lineage frozen at `seq`: its run-scoped claims (FREEZE-4) and its
+    /// state.
+    fn frozen(&mut self, seq: u64, frozen: ManifestFrozen, plan: Option<Plan>) {
+        for (key, field) in frozen.manifest.public.run_scoped_claims() {
+            self.claims.entry(key).or_insert_with(|| Claim {
+                lineage: frozen.lineage.clone(),
+                field,
+            });
+        }
+        self.lineages.insert(
+            frozen.lineage.clone(),
+            LineageState {
+                frozen_seq: seq,
+                frozen,
+                plan,
+                sign_offs: BTreeMap::new(),
+                groups: BTreeMap::new(),
+                gates: Gates::default(),
+                stopped: None,
+                control_reused: None,
+            },
+        );
+    }
+
+    /// Lineage-level events: the frozen manifest, sign-offs, gate observations, stops and the control catalog. Returns whether `event` was one of them.
+    fn apply_lineage_event(&mut self, at: At, event: &Event) -> bool {
         let seq = at.seq;
-        self.head_seq = Some(seq);
         match event {
-            Event::ManifestFrozen(f) => {
-                for (key, field) in f.manifest.public.run_scoped_claims() {
-                    self.claims
-                        .entry(key)
-                        .or_insert_with(|| (f.lineage.clone(), field));
-                }
-                self.lineages.insert(
-                    f.lineage.clone(),
-                    LineageState {
-                        frozen_seq: seq,
-                        frozen: f.clone(),
-                        sign_offs: BTreeMap::new(),
-                        groups: BTreeMap::new(),
-                        gates: Gates::default(),
-                        stopped: None,
-                        control_reused: None,
-                    },
-                );
-            }
+            Event::ManifestFrozen(f) => self.frozen(seq, f.clone(), None),
+            Event::ManifestFrozenV2(f) => self.frozen(seq, f.v1_view(), Some(f.plan.clone())),
             Event::ManifestSignedOff(s) => {
                 if let Some(l) = self.lineages.get_mut(&s.lineage) {
-                    l.sign_offs
-                        .entry(s.role)
-                        .or_insert_with(|| (s.name.clone(), seq));
+                    l.sign_offs.entry(s.role).or_insert_with(|| SignOff {
+                        name: s.name.clone(),
+                        seq,
+                    });
                 }
             }
             Event::IdentityChecked(e) => {
@@ -519,7 +587,11 @@ impl State {
             Event::CheckRecorded(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
                     l.gates.checks.insert(
-                        (e.check, e.group.clone(), e.target.clone()),
+                        CheckKey {
+                            kind: e.check,
+                            group: e.group.clone(),
+                            target: e.target.clone(),
+                        },
                         Observation {
                             at,
                             status: e.status,
@@ -532,6 +604,25 @@ impl State {
                     l.stopped.get_or_insert_with(|| (at, e.clone()));
                 }
             }
+            Event::ControlRegistered(e) => {
+                self.controls
+                    .entry(e.control_key.clone())
+                    .or_default()
+                    .push((at, e.clone()));
+            }
+            Event::ControlReused(e) => {
+                if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A group's lifecycle: open, close, seal, feedback, monitor samples and cleanup audits. Returns whether `event` was one of them.
+    fn apply_group_event(&mut self, at: At, event: &Event) -> bool {
+        match event {
             Event::GroupOpened(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.opened.get_or_insert_with(|| (at, e.clone()));
             }),
@@ -548,6 +639,18 @@ impl State {
                 g.monitor_peak = Some(g.monitor_peak.unwrap_or(0).max(e.sandbox_count));
                 g.monitor_samples += 1;
             }),
+            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.cleanup = Some((at, e.clone()));
+            }),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A case's lifecycle: started, process exit, TrialResult, refusal evidence, invalidation. Returns whether `event` was one of them.
+    fn apply_case_event(&mut self, at: At, event: &Event) -> bool {
+        let seq = at.seq;
+        match event {
             Event::CaseStarted(e) => self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                 c.start_seqs.push(seq);
                 c.started.get_or_insert_with(|| (at, e.clone()));
@@ -573,6 +676,15 @@ impl State {
                     c.invalidated.get_or_insert_with(|| (at, e.clone()));
                 })
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Request evidence by persisted request id: traces, usage, decisions, receipts, outcomes. Returns whether `event` was one of them.
+    fn apply_request_event(&mut self, at: At, event: &Event) -> bool {
+        let seq = at.seq;
+        match event {
             Event::RequestTraced(e) => {
                 self.request(&e.group.lineage, &e.group.group, &e.request_id, |r| {
                     r.traces.push((
@@ -645,25 +757,9 @@ impl State {
                     })
                 }
             },
-            Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
-                g.cleanup = Some((at, e.clone()));
-            }),
-            Event::ControlRegistered(e) => {
-                self.controls
-                    .entry(e.control_key.clone())
-                    .or_default()
-                    .push((at, e.clone()));
-            }
-            Event::ControlReused(e) => {
-                if let Some(l) = self.lineages.get_mut(&e.lineage) {
-                    l.control_reused.get_or_insert_with(|| (at, e.clone()));
-                }
-            }
-            _ => {}
+            _ => return false,
         }
-        if self.scan_secrets {
-            self.scan(seq, event);
-        }
+        true
     }
 
     /// Scans every string of `event` for credential shapes (the verdict's
@@ -688,15 +784,18 @@ impl State {
                 .and_then(|v| v.as_str())
                 .unwrap_or("")
                 .to_string();
-            (lineage, group)
+            GroupRef { lineage, group }
         };
         for (path, value) in strings {
             if let Some(found) = crate::schema::secrets::scan(&value) {
-                self.secret_findings.entry(owner()).or_default().push((
-                    seq,
-                    format!("{}.{path}", event.kind()),
-                    found.shape.to_string(),
-                ));
+                self.secret_findings
+                    .entry(owner())
+                    .or_default()
+                    .push(SecretFinding {
+                        seq,
+                        field: format!("{}.{path}", event.kind()),
+                        shape: found.shape.to_string(),
+                    });
             }
         }
     }
@@ -781,7 +880,19 @@ fn replay_into(ledger: &Ledger, state: State) -> Result<State> {
 
 /// Folds the verified log up to and including `seq_max` into `state`: every
 /// projection as of that seq (`replay --at`, `audit`).
-pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<State> {
+pub fn replay_until(ledger: &Ledger, state: State, seq_max: u64) -> Result<State> {
+    replay_until_observed(ledger, state, seq_max, &mut |_| {})
+}
+
+/// [`replay_until`], calling `folded` with the seq of each record once it
+/// is folded: the counter a caller's progress display reads (the library
+/// draws nothing).
+pub fn replay_until_observed(
+    ledger: &Ledger,
+    mut state: State,
+    seq_max: u64,
+    folded: &mut dyn FnMut(u64),
+) -> Result<State> {
     for v in ledger.records()? {
         let v = v?;
         let r = &v.decoded.record;
@@ -795,6 +906,17 @@ pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<S
             },
             &v.decoded.event,
         );
+        folded(r.seq);
     }
     Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CaseStatus;
+
+    #[test]
+    fn case_status_as_str_is_the_serde_name() {
+        crate::schema::named::assert_serde_names(CaseStatus::ALL, CaseStatus::as_str);
+    }
 }

@@ -13,11 +13,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::schema::events::CaseRef;
 use crate::schema::manifest::{is_non_evaluation, ManifestFile, RouteProtocol, Tier};
-
-/// The Harbor trial name of a case (`<task>__<group>-<trial>`, with
-/// `-r01` for `replacement-01`); one definition, shared with ingest, which
-/// maps results back with `parse_trial_name`.
-pub use crate::evidence::harbor::trial_name;
+use crate::schema::names::trial_name;
 
 /// A deterministic session id for a case, shaped like a UUID.
 pub fn session_id(lineage: &str, group: &str, case: &CaseRef) -> String {
@@ -143,7 +139,7 @@ mod tests {
     use super::*;
 
     fn m() -> ManifestFile {
-        crate::schema::manifest::tests::example().manifest.public
+        crate::testkit::examples::frozen().manifest.public
     }
 
     fn c(task: &str, trial: &str, r: u8) -> CaseRef {

@@ -1,12 +1,16 @@
-//! What is stored: event payloads, the stored manifest types, money, secret
-//! shapes, the string visitor and time. No I/O; a stored field never changes
-//! without a new kind version.
+//! What is stored: event payloads, the stored manifest types, Harbor trial
+//! names, money, secret shapes, the string visitor, time and the verdict's
+//! vocabulary. No I/O; a stored field never changes without a new kind
+//! version.
 
 pub mod events;
 pub mod manifest;
 pub mod money;
 pub mod named;
+pub mod names;
+pub mod plan;
 pub mod rule;
 pub mod secrets;
 pub mod strings;
 pub mod time;
+pub mod verdict;

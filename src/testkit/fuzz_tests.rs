@@ -42,8 +42,10 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 
 use crate::evidence::{bitrouter, harbor, FieldError};
+use crate::log::codec;
 use crate::log::record::Record;
 use crate::schema::events::{CaseRef, Event, GroupRef};
+use crate::schema::names;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const REGRESSIONS: &str = concat!(
@@ -644,8 +646,8 @@ fn check_field_error(input: &[u8], e: &FieldError) -> String {
 /// An accepted event encodes and decodes canonically, passes through the
 /// guard without panicking, and renders as JSON.
 fn check_event(e: Event) -> String {
-    let bytes = e.encode_payload().expect("an accepted payload encodes");
-    let back = Event::decode_payload(e.kind(), &bytes).expect("an accepted payload decodes");
+    let bytes = codec::encode_payload(&e).expect("an accepted payload encodes");
+    let back = codec::decode_payload(e.kind(), &bytes).expect("an accepted payload decodes");
     assert_eq!(back, e, "payload round trip");
     let _ = crate::log::guard::check_event(&e);
     let _ = e.payload_json();
@@ -734,9 +736,13 @@ fn payload_target(data: &[u8]) -> String {
         return "empty".into();
     };
     let kind = Event::KINDS[*k as usize % Event::KINDS.len()];
-    match Event::decode_payload(kind, payload) {
+    match codec::decode_payload(kind, payload) {
         Ok(e) => {
-            assert_eq!(e.encode_payload().unwrap(), payload, "canonical payload");
+            assert_eq!(
+                codec::encode_payload(&e).unwrap(),
+                payload,
+                "canonical payload"
+            );
             check_event(e)
         }
         Err(e) => sig_of(&e.to_string()),
@@ -856,11 +862,10 @@ use crate::testkit::examples::{EXAMPLE_MANIFEST as MANIFEST, EXAMPLE_PRIVATE as 
 
 fn manifest_target(public: &str, private: &str, data: &[u8]) -> String {
     let text = String::from_utf8_lossy(data);
-    match crate::schema::manifest::freeze(public, "manifest.toml", private, "manifest.private.toml")
-    {
+    match crate::method::freeze::freeze(public, "manifest.toml", private, "manifest.private.toml") {
         Ok(f) => {
             let _ = f.manifest.redacted_json();
-            let checked = crate::schema::manifest::check_private(&f.manifest, private, "p.toml");
+            let checked = crate::method::freeze::check_private(&f.manifest, private, "p.toml");
             assert!(
                 checked.is_ok(),
                 "a frozen manifest's own private file matches: {checked:?}"
@@ -881,7 +886,7 @@ fn manifest_target(public: &str, private: &str, data: &[u8]) -> String {
 }
 
 /// Whether manifest refusals are checked for echoed credentials. Not yet:
-/// `manifest::parse_toml` passes toml's message through, which quotes the
+/// `method::freeze::parse_toml` passes toml's message through, which quotes the
 /// offending line and value (`central = "<token>"`, an unknown enum variant),
 /// and the private file's lineage mismatch quotes the value with `{:?}`.
 /// `manifest_errors_never_echo_a_credential` below pins the three
@@ -924,7 +929,7 @@ fn manifest_errors_never_echo_a_credential() {
         ),
     ];
     for (public, private) in cases {
-        let e = crate::schema::manifest::freeze(&public, "m.toml", &private, "p.toml")
+        let e = crate::method::freeze::freeze(&public, "m.toml", &private, "p.toml")
             .expect_err("refused");
         check_unechoed(&e.to_string());
     }
@@ -1194,13 +1199,13 @@ fn fuzz_trial_names_and_canonical_json() {
         cases(),
         |d| {
             let s = String::from_utf8_lossy(d);
-            if let Some((task, group, case)) = harbor::parse_trial_name(&s) {
+            if let Some((task, group, case)) = names::parse_trial_name(&s) {
                 assert_eq!(
-                    harbor::trial_name(&task, &group, &case),
+                    names::trial_name(&task, &group, &case),
                     s,
                     "a mapped name renders back"
                 );
-                assert!(harbor::check_trial_name_parts(&task, &group, &case).is_ok());
+                assert!(names::check_trial_name_parts(&task, &group, &case).is_ok());
                 return "ok".into();
             }
             // Canonical JSON of anything: no panic; accepted text is stable.

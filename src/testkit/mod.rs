@@ -1,8 +1,10 @@
 //! Test support, compiled only for tests and tools (`cfg(test)` or the
 //! `testkit` feature): the deterministic lineage builder of the replay-test
-//! scenarios and the generator of the contract vectors.
+//! scenarios, the generator of the contract vectors and a tiny HTTP server
+//! for the gate checks' tests.
 
 pub mod examples;
+pub mod http_server;
 pub mod scenario;
 pub mod vectors;
 

@@ -180,7 +180,7 @@ impl World {
 
     /// Freezes a manifest pair and signs it off (operator and reviewer).
     pub fn freeze(&mut self, public: &str, private: &str) -> Result<()> {
-        let frozen = crate::schema::manifest::freeze(
+        let frozen = crate::method::freeze::freeze(
             public,
             "manifest.toml",
             private,
@@ -225,7 +225,7 @@ impl World {
                         .map_or(0, |g| g.ports[0])
                 ),
         ));
-        for t in crate::method::decide::group_routes(self.lineage_state(), group) {
+        for t in crate::method::lineage::group_routes(self.lineage_state(), group) {
             if let Some(r) = m.route(t) {
                 v.push(self.check(CheckKind::ProviderSentinel, None, &r.gate_target));
             }
@@ -286,7 +286,7 @@ impl World {
             lineage: Some(self.lineage.clone()),
             group: group.to_string(),
             case: case.clone(),
-            trial_name: crate::method::trial_config::trial_name(&case.task, group, case),
+            trial_name: crate::schema::names::trial_name(&case.task, group, case),
             trial_config_blake3: hash,
             command: vec!["harbor".into(), "trial".into(), "start".into()],
             now_utc_ns: 0,
@@ -311,7 +311,7 @@ impl World {
         reward: Option<&str>,
         exception: Option<&str>,
     ) {
-        let name = crate::method::trial_config::trial_name(&case.task, group, case);
+        let name = crate::schema::names::trial_name(&case.task, group, case);
         let e = Event::TrialResultRecorded(TrialResultRecorded {
             group: self.gref(group),
             case: case.clone(),
@@ -865,7 +865,7 @@ fn fault<'a>(ls: &'a LineageSpec, group: &str, kind: &str) -> Option<&'a Fault> 
 }
 
 fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
-    let ids = crate::method::decide::group_identities(w.lineage_state(), group);
+    let ids = crate::method::lineage::group_identities(w.lineage_state(), group);
     let pick = |kind: &str| -> Option<CaseRef> {
         let f = fault(ls, group, kind)?;
         Some(match &f.case {
@@ -921,7 +921,7 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
             let (p, h) = (
                 format!(
                     "jobs/{}.listing",
-                    crate::method::trial_config::trial_name(&case.task, group, case)
+                    crate::schema::names::trial_name(&case.task, group, case)
                 ),
                 hex64("listing without result.json"),
             );
@@ -1007,7 +1007,7 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
         w.advance_sec(grace + 1);
     }
     let sealed = w.seal(group)?;
-    let accepted = matches!(sealed.first(), Some(Event::GroupSealed(s)) if s.status == crate::method::verdict::ACCEPTED);
+    let accepted = matches!(sealed.first(), Some(Event::GroupSealed(s)) if crate::method::verdict::VerdictStatus::Accepted.is(&s.status));
     if accepted && (group == "r1" || group == "r2") {
         w.feedback(group)?;
     }

@@ -30,7 +30,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::*;
     use crate::schema::money::{Dec, Rates};
     use std::collections::BTreeMap;
-    let frozen = crate::schema::manifest::freeze(
+    let frozen = crate::method::freeze::freeze(
         EXAMPLE_MANIFEST,
         "manifest.toml",
         EXAMPLE_PRIVATE,
@@ -83,7 +83,9 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             }),
             Some("note-1".into()),
         ),
-        (Event::ManifestFrozen(frozen.clone()), None),
+        // A `manifest_frozen.v1` payload as ledgers recorded before v2 hold
+        // it (the lineage's v1 fields; decoding still accepts it).
+        (Event::ManifestFrozen(frozen.v1_view()), None),
         (
             Event::ManifestSignedOff(ManifestSignedOff {
                 lineage: lineage.clone(),
@@ -379,9 +381,9 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
         (
             Event::GroupSealed(GroupSealed {
                 group: group.clone(),
-                status: "accepted".into(),
+                status: crate::schema::verdict::VerdictStatus::Accepted.into(),
                 rows: vec![GateRow {
-                    gate: "manifest".into(),
+                    gate: crate::schema::verdict::VerdictRow::Manifest.into(),
                     holds: true,
                     evidence: "seq 7: config hash equals the frozen one".into(),
                 }],
@@ -447,6 +449,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             }),
             Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
         ),
+        (Event::ManifestFrozenV2(frozen.clone()), None),
     ]
 }
 
@@ -462,7 +465,7 @@ fn record(seq: u64, event: &Event, key: Option<String>) -> Record {
         },
         kind: event.kind().into(),
         idempotency_key: key,
-        payload: event.encode_payload().expect("example events encode"),
+        payload: crate::log::codec::encode_payload(event).expect("example events encode"),
     }
 }
 

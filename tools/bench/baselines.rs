@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use benchledger::log::chain::{link_hash, Sealed, ZERO_HASH};
+use benchledger::log::codec::encode_payload;
 use benchledger::log::ledger::{Draft, Ledger};
 use benchledger::log::record::{Record, FORMAT_VERSION};
 use benchledger::schema::events::{Event, GroupRef};
@@ -63,7 +64,7 @@ pub fn stored(n: usize, batch: usize) -> Vec<Stored> {
             actor: d.actor.clone(),
             kind: d.event.kind().into(),
             idempotency_key: d.idempotency_key.clone(),
-            payload: d.event.encode_payload().expect("payload"),
+            payload: encode_payload(&d.event).expect("payload"),
         }
         .encode();
         let s = Sealed::new(prev, seq, bytes);
@@ -240,7 +241,7 @@ pub fn usage_record_bytes() -> (usize, usize) {
     let Event::UsageRecorded(_) = &drafts(1)[0].event else {
         unreachable!()
     };
-    let payload = drafts(1)[0].event.encode_payload().expect("payload").len();
+    let payload = encode_payload(&drafts(1)[0].event).expect("payload").len();
     (s.bytes.len(), payload)
 }
 

@@ -468,7 +468,7 @@ fn run_cases(
         let mut starts = Vec::new();
         for case in block {
             let r = benchledger::method::trial_config::render(m, group, case).expect("render");
-            let name = benchledger::method::trial_config::trial_name(&case.task, group, case);
+            let name = benchledger::schema::names::trial_name(&case.task, group, case);
             w.push(
                 Event::ArtifactRecorded(ArtifactRecorded {
                     group: Some(g.clone()),
@@ -741,14 +741,14 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
     for i in 0..scale.lineages {
         let last = i + 1 == scale.lineages;
         let (label, public, private) = manifest_texts(scale, i);
-        let frozen = benchledger::schema::manifest::freeze(
+        let frozen = benchledger::method::freeze::freeze(
             &public,
             "manifest.toml",
             &private,
             "manifest.private.toml",
         )
         .unwrap_or_else(|e| panic!("generated manifest {label} does not freeze: {e}"));
-        w.push(Event::ManifestFrozen(frozen.clone()), None);
+        w.push(Event::ManifestFrozenV2(frozen.clone()), None);
         w.commit();
         for (role, name) in [
             (SignOffRole::Operator, "alice"),
@@ -814,7 +814,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
                     cases: rest,
                 });
             }
-            run_cases(&mut w, &frozen, group, &cases, &mut counter);
+            run_cases(&mut w, &frozen.v1_view(), group, &cases, &mut counter);
             if last && is_last_group {
                 break;
             }
@@ -875,7 +875,7 @@ pub fn fresh_gates(
 /// A passing Harbor result for a started case (so CASE-7 has room again).
 pub fn finish_case(ledger: &Ledger, lineage: &str, group: &str, case: &CaseRef, now: u64) {
     let g = gref(lineage, group);
-    let name = benchledger::method::trial_config::trial_name(&case.task, group, case);
+    let name = benchledger::schema::names::trial_name(&case.task, group, case);
     let mut w = Writer::new(ledger, now);
     w.push(
         trial_result(&g, case, &name, "c", now),

@@ -1144,7 +1144,7 @@ fn run_child(args: &[String]) {
                 lineage: Some(lineage.to_string()),
                 group: group.to_string(),
                 case: case.clone(),
-                trial_name: benchledger::method::trial_config::trial_name(task, group, &case),
+                trial_name: benchledger::schema::names::trial_name(task, group, &case),
                 trial_config_blake3: cfg,
                 command: vec![],
                 now_utc_ns: now.parse().expect("now"),

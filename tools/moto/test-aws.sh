@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the AWS tests of benchledger against a private moto server: the
 # `aws::` unit tests (including the `moto_*` ones, #[ignore]d elsewhere) and
-# the CLI tests named `moto_*` in tests/cli.rs (#[ignore]d likewise).
+# the CLI tests named `moto_*` in replay-tests/cli/main.rs (#[ignore]d likewise).
 #
 #   bash tools/moto/test-aws.sh                 # both sets
 #   bash tools/moto/test-aws.sh ARGS...         # cargo test --features aws ARGS... instead

@@ -1,8 +1,10 @@
 //! Given events / when command / then events or refusal. No store.
 
 use super::*;
-use crate::method::projections::{At, State};
-use crate::schema::manifest::tests::{example, EXAMPLE, EXAMPLE_PRIVATE};
+use crate::method::projections::{At, CaseStatus, State};
+use crate::schema::events::{Event, ManifestFrozenV2, SignOffRole};
+use crate::schema::verdict::VerdictStatus;
+use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
 fn given(events: &[Event]) -> State {
     let mut s = State::default();
@@ -19,17 +21,17 @@ fn given(events: &[Event]) -> State {
 }
 
 fn frozen_event() -> Event {
-    Event::ManifestFrozen(example())
+    Event::ManifestFrozenV2(example())
 }
 
 /// A second, fully separate lineage (new label, tag, paths, ports, job names).
-fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozen {
+fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozenV2 {
     let public = EXAMPLE
         .replace("short13-kimi-2026-11", "short13-kimi-2026-12")
         .replace("= [187", "= [197")
         .replacen(extra_from, extra_to, 1);
     let private = EXAMPLE_PRIVATE.replace("short13-kimi-2026-11", "short13-kimi-2026-12");
-    crate::schema::manifest::freeze(&public, "m2", &private, "p2").unwrap()
+    crate::method::freeze::freeze(&public, "m2", &private, "p2").unwrap()
 }
 
 fn rule(r: Result<Vec<Event>>) -> &'static str {
@@ -166,7 +168,10 @@ fn sign_off_needs_a_frozen_lineage_and_a_name() {
 
 #[test]
 fn with_two_lineages_a_label_is_required() {
-    let s = given(&[frozen_event(), Event::ManifestFrozen(other_lineage("", ""))]);
+    let s = given(&[
+        frozen_event(),
+        Event::ManifestFrozenV2(other_lineage("", "")),
+    ]);
     assert!(matches!(
         sign_off(&s, None, SignOffRole::Operator, "a"),
         Err(Error::Input(_))
@@ -299,7 +304,7 @@ mod lifecycle {
         v
     }
 
-    fn sealed(group: &str, status: &str) -> Event {
+    fn sealed(group: &str, status: VerdictStatus) -> Event {
         Event::GroupSealed(GroupSealed {
             group: gref(group),
             status: status.into(),
@@ -393,7 +398,7 @@ mod lifecycle {
     fn control_ready() -> Vec<Event> {
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         e.push(opened("control"));
         e.extend(gates("control"));
         e
@@ -440,7 +445,7 @@ mod lifecycle {
         assert_eq!(rule(start(&e, "r3", case("fix-git", "t1", 0))), "LINEAGE-1");
         let mut not_open = signed();
         not_open.push(opened("canary-1"));
-        not_open.push(sealed("canary-1", "accepted"));
+        not_open.push(sealed("canary-1", VerdictStatus::Accepted));
         not_open.extend(gates("control"));
         assert_eq!(
             rule(start(&not_open, "control", case("fix-git", "t1", 0))),
@@ -601,7 +606,7 @@ mod lifecycle {
         // rule GATE-5
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         e.push(opened("control"));
         e.extend(gates("control"));
         // The projection ignores a rejection recorded after acceptance
@@ -609,7 +614,7 @@ mod lifecycle {
         // afresh.
         let mut rejected = signed();
         rejected.push(opened("canary-1"));
-        rejected.push(sealed("canary-1", "rejected_cleanup"));
+        rejected.push(sealed("canary-1", VerdictStatus::RejectedCleanup));
         rejected.extend(gates("control"));
         let s = given(&rejected);
         assert_eq!(
@@ -629,17 +634,17 @@ mod lifecycle {
             "LINEAGE-2",
             "control not sealed"
         );
-        e.push(sealed("control", "rejected_join"));
+        e.push(sealed("control", VerdictStatus::RejectedJoin));
         assert_eq!(
             rule(group_open(&given(&e), open_cmd("r1"))),
             "LINEAGE-2",
             "control rejected"
         );
         let mut e = control_ready();
-        e.push(sealed("control", "accepted"));
+        e.push(sealed("control", VerdictStatus::Accepted));
         assert_eq!(group_open(&given(&e), open_cmd("r1")).unwrap().len(), 1);
         e.push(opened("r1"));
-        e.push(sealed("r1", "accepted"));
+        e.push(sealed("r1", VerdictStatus::Accepted));
         assert_eq!(
             rule(group_open(&given(&e), open_cmd("r2"))),
             "LINEAGE-2",
@@ -654,7 +659,7 @@ mod lifecycle {
         // rule GATE-4, rule FREEZE-4
         let mut e = signed();
         e.push(opened("canary-1"));
-        e.push(sealed("canary-1", "accepted"));
+        e.push(sealed("canary-1", VerdictStatus::Accepted));
         let s = given(&e);
         assert_eq!(
             rule(group_open(
@@ -790,7 +795,7 @@ mod lifecycle {
         ));
         assert_eq!(rule(start(&valid, "control", c1.clone())), "CASE-6");
         // And only when the frozen manifest enables the skip.
-        let disabled = crate::schema::manifest::freeze(
+        let disabled = crate::method::freeze::freeze(
             &EXAMPLE.replace(
                 "security_skip_enabled = true",
                 "security_skip_enabled = false",
@@ -800,7 +805,7 @@ mod lifecycle {
             "p",
         )
         .unwrap();
-        let mut d = vec![Event::ManifestFrozen(disabled)];
+        let mut d = vec![Event::ManifestFrozenV2(disabled)];
         d.extend(e.into_iter().skip(1));
         assert_eq!(rule(start(&d, "control", c1)), "CASE-6");
     }

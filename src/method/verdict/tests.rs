@@ -6,9 +6,12 @@ use super::*;
 use crate::error::Error;
 use crate::method::projections::{At, ReceiptObs, RequestState, TraceObs, UsageObs};
 use crate::schema::events::{
-    CaseRef, Event, FoundResource, GroupRef, ReceiptState, RefusalClass, TokenBuckets,
+    CaseRef, ChargeStatus, Event, FoundResource, GroupRef, ReceiptState, ReconciliationStatus,
+    RefusalClass, TokenBuckets, TraceStatus, UsageOrigin,
 };
+use crate::schema::manifest::ManifestFile;
 use crate::testkit::scenario::{self, ReceiptMode, Req, World, EXAMPLE_MANIFEST, EXAMPLE_PRIVATE};
+use sha2::Digest;
 
 const L: &str = "short13-kimi-2026-11";
 
@@ -47,12 +50,12 @@ fn verdict_of(w: &World, group: &str) -> Verdict {
     group_verdict(&w.state, lineage(w), group)
 }
 
-fn row<'a>(v: &'a Verdict, gate: &str) -> &'a GateRow {
-    v.rows.iter().find(|r| r.gate == gate).unwrap()
+fn row(v: &Verdict, gate: VerdictRow) -> &GateRow {
+    v.rows.iter().find(|r| r.gate == gate.as_str()).unwrap()
 }
 
 fn manifest() -> ManifestFile {
-    crate::schema::manifest::tests::example().manifest.public
+    crate::testkit::examples::frozen().manifest.public
 }
 
 fn usage(provider: &str, model: &str, b: TokenBuckets, charge: Option<u64>) -> UsageObs {
@@ -404,7 +407,7 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
         ));
     }
     let j = joins(&manifest(), "r1", &g);
-    assert_eq!(j.decision_key, "commitment");
+    assert_eq!(j.decision_key, DecisionKey::Commitment);
     assert!(
         j.missing_decisions.is_empty() && j.extra_decisions.is_empty(),
         "{j:?}"
@@ -413,7 +416,7 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
     // and opaque invocation ids join nothing.
     g.decisions[0].1.commitment = None;
     let j = joins(&manifest(), "r1", &g);
-    assert_eq!(j.decision_key, "request_id");
+    assert_eq!(j.decision_key, DecisionKey::RequestId);
     assert_eq!(
         j.extra_decisions,
         vec!["opaque-0".to_string(), "opaque-1".to_string()]
@@ -422,7 +425,7 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
     // forms are mixed, which is weak attribution, a hard stop.
     g.decisions[1].1.request_id = None;
     let j = joins(&manifest(), "r1", &g);
-    assert_eq!(j.decision_key, "mixed");
+    assert_eq!(j.decision_key, DecisionKey::Mixed);
     assert_eq!(j.weak_attribution.len(), 2);
 }
 
@@ -487,15 +490,19 @@ fn task_scoped_rewards_join_by_case_never_onto_requests() {
     };
     w.push(vec![outcome("hello-world__canary-1-c1")]);
     let v = verdict_of(&w, "canary-1");
-    assert!(row(&v, "reward join").holds, "{:?}", row(&v, "reward join"));
+    assert!(
+        row(&v, VerdictRow::RewardJoin).holds,
+        "{:?}",
+        row(&v, VerdictRow::RewardJoin)
+    );
     assert!(
         !v.joins.outcomes_supplied,
         "a task outcome is not a request outcome"
     );
     w.push(vec![outcome("hello-world__abc123")]);
     let v = verdict_of(&w, "canary-1");
-    assert!(!row(&v, "reward join").holds);
-    assert_eq!(v.status, "rejected_join");
+    assert!(!row(&v, VerdictRow::RewardJoin).holds);
+    assert_eq!(v.status, VerdictStatus::RejectedJoin);
 }
 
 #[test]
@@ -546,11 +553,11 @@ fn found(resource: &str, id: &str) -> FoundResource {
 #[test]
 fn cleanup_needs_zero_residue_and_a_peak_within_concurrency() {
     // rule CLEAN-1, CLEAN-2
-    assert!(row(&with_cleanup(vec![], None, 1), "cleanup").holds);
+    assert!(row(&with_cleanup(vec![], None, 1), VerdictRow::Cleanup).holds);
     let v = with_cleanup(vec![found("network-interface", "eni-0abc")], None, 1);
-    assert_eq!(v.status, "rejected_cleanup");
-    assert!(row(&v, "cleanup").evidence.contains("eni-0abc"));
-    assert!(!row(&with_cleanup(vec![], None, 2), "cleanup").holds);
+    assert_eq!(v.status, VerdictStatus::RejectedCleanup);
+    assert!(row(&v, VerdictRow::Cleanup).evidence.contains("eni-0abc"));
+    assert!(!row(&with_cleanup(vec![], None, 2), VerdictRow::Cleanup).holds);
 }
 
 #[test]
@@ -560,21 +567,21 @@ fn the_central_host_is_excluded_only_by_the_manifests_instance_id() {
     assert!(
         row(
             &with_cleanup(vec![found("instance", central)], Some(central), 1),
-            "cleanup"
+            VerdictRow::Cleanup
         )
         .holds
     );
     assert!(
         !row(
             &with_cleanup(vec![found("instance", central)], None, 1),
-            "cleanup"
+            VerdictRow::Cleanup
         )
         .holds
     );
     assert!(
         !row(
             &with_cleanup(vec![found("instance", "i-0other")], Some(central), 1),
-            "cleanup"
+            VerdictRow::Cleanup
         )
         .holds
     );
@@ -609,42 +616,101 @@ fn a_failed_or_early_audit_is_not_cleanup_evidence() {
 #[test]
 fn the_status_is_the_first_failing_row_in_precedence_order() {
     // rule VERDICT-1
-    let rows = |failing: &[&str]| -> Vec<GateRow> {
+    use VerdictRow::*;
+    let rows = |failing: &[VerdictRow]| -> Vec<GateRow> {
         ROWS.iter()
-            .map(|(g, _)| GateRow {
-                gate: g.to_string(),
-                holds: !failing.contains(g),
+            .map(|(row, _)| GateRow {
+                gate: row.as_str().to_string(),
+                holds: !failing.contains(row),
                 evidence: String::new(),
             })
             .collect()
     };
-    assert_eq!(status_of(&rows(&[])), "accepted");
+    assert_eq!(status_of(&rows(&[])), VerdictStatus::Accepted);
     assert_eq!(
-        status_of(&rows(&["cleanup", "settlement", "replay"])),
-        "rejected_join"
+        status_of(&rows(&[Cleanup, Settlement, Replay])),
+        VerdictStatus::RejectedJoin
     );
     assert_eq!(
-        status_of(&rows(&["cleanup", "runtime", "secrets"])),
-        "rejected_manifest"
+        status_of(&rows(&[Cleanup, Runtime, Secrets])),
+        VerdictStatus::RejectedManifest
     );
     assert_eq!(
-        status_of(&rows(&["settlement", "cleanup"])),
-        "rejected_settlement"
+        status_of(&rows(&[Settlement, Cleanup])),
+        VerdictStatus::RejectedSettlement
     );
     assert_eq!(
-        status_of(&rows(&["safety limit", "cleanup"])),
-        "rejected_cleanup"
+        status_of(&rows(&[SafetyLimit, Cleanup])),
+        VerdictStatus::RejectedCleanup
     );
-    assert_eq!(status_of(&rows(&["safety limit"])), "rejected_safety_limit");
     assert_eq!(
-        status_of(&rows(&["attempts", "decisions"])),
-        "rejected_runtime"
+        status_of(&rows(&[SafetyLimit])),
+        VerdictStatus::RejectedSafetyLimit
+    );
+    assert_eq!(
+        status_of(&rows(&[Attempts, Decisions])),
+        VerdictStatus::RejectedRuntime
     );
     // Every row of method.md section 10 is computed, in order.
     let v = verdict_of(&ran(&["canary-1"], &[]), "canary-1");
     let names: Vec<&str> = v.rows.iter().map(|r| r.gate.as_str()).collect();
-    assert_eq!(names, ROWS.iter().map(|(g, _)| *g).collect::<Vec<_>>());
-    assert_eq!(v.status, "accepted");
+    assert_eq!(
+        names,
+        ROWS.iter().map(|(row, _)| row.as_str()).collect::<Vec<_>>()
+    );
+    assert_eq!(v.status, VerdictStatus::Accepted);
+}
+
+#[test]
+fn the_row_table_is_every_row_in_declaration_order_and_the_display_text_is_as_stored() {
+    // rule VERDICT-1: ROWS, VerdictRow::ALL and the row functions agree.
+    let table: Vec<VerdictRow> = ROWS.iter().map(|(row, _)| *row).collect();
+    assert_eq!(table, VerdictRow::ALL);
+    assert_eq!(rows::ALL.len(), ROWS.len());
+    let names: Vec<&str> = VerdictRow::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "manifest",
+            "secrets",
+            "attempts",
+            "trial result",
+            "runtime",
+            "requests",
+            "decisions",
+            "cost join",
+            "reward join",
+            "replay",
+            "settlement",
+            "cleanup",
+            "safety limit",
+        ]
+    );
+    let statuses: Vec<&str> = VerdictStatus::ALL.iter().map(|s| s.as_str()).collect();
+    assert_eq!(
+        statuses,
+        [
+            "accepted",
+            "rejected_manifest",
+            "rejected_runtime",
+            "rejected_join",
+            "rejected_settlement",
+            "rejected_cleanup",
+            "rejected_safety_limit",
+        ]
+    );
+}
+
+#[test]
+fn the_projection_enums_keep_their_serde_names() {
+    crate::schema::named::assert_serde_names(SettlementState::ALL, SettlementState::as_str);
+    crate::schema::named::assert_serde_names(Series::ALL, Series::as_str);
+    crate::schema::named::assert_serde_names(DecisionKey::ALL, DecisionKey::as_str);
+    assert_eq!(SettlementState::NotCharged.as_str(), "not_charged");
+    assert_eq!(
+        Series::SubscriptionCounterfactual.as_str(),
+        "subscription_counterfactual"
+    );
 }
 
 #[test]
@@ -652,10 +718,10 @@ fn every_failing_row_is_listed_not_only_the_first() {
     // rule VERDICT-1
     let v = with_cleanup(vec![found("volume", "vol-1")], None, 3);
     assert_eq!(v.failing().len(), 1);
-    assert!(row(&v, "cleanup")
+    assert!(row(&v, VerdictRow::Cleanup)
         .evidence
         .contains("peak 3 > concurrency 1"));
-    assert!(row(&v, "cleanup").evidence.contains("vol-1"));
+    assert!(row(&v, VerdictRow::Cleanup).evidence.contains("vol-1"));
 }
 
 #[test]
@@ -665,11 +731,11 @@ fn a_group_with_a_case_not_started_fails_attempts() {
     w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
     w.open("canary-1").unwrap();
     let v = verdict_of(&w, "canary-1");
-    assert!(!row(&v, "attempts").holds);
-    assert!(row(&v, "attempts")
+    assert!(!row(&v, VerdictRow::Attempts).holds);
+    assert!(row(&v, VerdictRow::Attempts)
         .evidence
         .contains("never started: hello-world/c1"));
-    assert_eq!(v.status, "rejected_runtime");
+    assert_eq!(v.status, VerdictStatus::RejectedRuntime);
 }
 
 #[test]
@@ -691,10 +757,14 @@ fn a_credential_in_imported_evidence_fails_the_secrets_row() {
         },
     )]);
     let v = verdict_of(&w, "canary-1");
-    assert!(!row(&v, "secrets").holds, "{:?}", row(&v, "secrets"));
-    assert_eq!(v.status, "rejected_manifest");
     assert!(
-        !row(&v, "secrets").evidence.contains(&key),
+        !row(&v, VerdictRow::Secrets).holds,
+        "{:?}",
+        row(&v, VerdictRow::Secrets)
+    );
+    assert_eq!(v.status, VerdictStatus::RejectedManifest);
+    assert!(
+        !row(&v, VerdictRow::Secrets).evidence.contains(&key),
         "the value is never echoed"
     );
 }
@@ -739,8 +809,8 @@ fn a_control_request_off_the_strong_route_fails_replay() {
         },
     )]);
     let v = verdict_of(&w, "control");
-    assert!(!row(&v, "replay").holds);
-    assert!(row(&v, "replay")
+    assert!(!row(&v, VerdictRow::Replay).holds);
+    assert!(row(&v, VerdictRow::Replay)
         .evidence
         .contains("ambient:qwen/qwen3-coder-30b"));
 }
@@ -753,8 +823,10 @@ fn a_decision_off_the_frozen_route_table_fails_replay() {
     let mut l = ran(&["canary-1"], &[]).state.lineages[L].clone();
     l.groups.insert("r1".into(), g);
     let v = group_verdict(&crate::method::projections::State::default(), &l, "r1");
-    assert!(!row(&v, "replay").holds);
-    assert!(row(&v, "replay").evidence.contains("some/other-model"));
+    assert!(!row(&v, VerdictRow::Replay).holds);
+    assert!(row(&v, VerdictRow::Replay)
+        .evidence
+        .contains("some/other-model"));
 }
 
 // --- The security-policy skip (CASE-6) -----------------------------------
@@ -796,7 +868,7 @@ fn a_validated_skip_needs_two_refusals_of_the_same_class_with_own_evidence() {
     );
     assert_eq!(v.skipped_security_policy.len(), 1);
     assert_eq!(v.skipped_security_policy[0].evidence_blake3.len(), 2);
-    assert!(!row(&v, "runtime")
+    assert!(!row(&v, VerdictRow::Runtime)
         .evidence
         .contains("invalid security-policy skip"));
     let v = verdict_of(
@@ -805,14 +877,16 @@ fn a_validated_skip_needs_two_refusals_of_the_same_class_with_own_evidence() {
     );
     assert!(v.skipped_security_policy.is_empty());
     assert!(
-        row(&v, "runtime")
+        row(&v, VerdictRow::Runtime)
             .evidence
             .contains("evidence classes differ"),
         "{:?}",
-        row(&v, "runtime")
+        row(&v, VerdictRow::Runtime)
     );
     let v = verdict_of(&skip_world(RefusalClass::ProviderPolicyRefusal, true), "r1");
-    assert!(row(&v, "runtime").evidence.contains("same evidence"));
+    assert!(row(&v, VerdictRow::Runtime)
+        .evidence
+        .contains("same evidence"));
 }
 
 #[test]
@@ -897,7 +971,10 @@ fn a_rejected_round_stops_the_lineage_in_its_seal_a_rejected_canary_does_not() {
     let (w, _) = scenario::run(&spec(text)).unwrap();
     let stop = lineage(&w).stopped.as_ref().unwrap();
     assert_eq!(stop.1.rule, "LINEAGE-5");
-    assert!(stop.1.reason.contains("rejected_cleanup"));
+    assert!(stop
+        .1
+        .reason
+        .contains(VerdictStatus::RejectedCleanup.as_str()));
     let text = "description = \"t\"\n[[lineages]]\ngroups = [\"canary-1\"]\nfaults = [{ group = \"canary-1\", kind = \"stray_volume\" }]\n";
     let (w, _) = scenario::run(&spec(text)).unwrap();
     assert!(lineage(&w).stopped.is_none());
@@ -908,7 +985,7 @@ fn a_rejected_round_stops_the_lineage_in_its_seal_a_rejected_canary_does_not() {
             .unwrap()
             .1
             .status,
-        "rejected_cleanup"
+        VerdictStatus::RejectedCleanup.as_str()
     );
 }
 
@@ -1019,7 +1096,7 @@ fn pending_rows_wait_for_the_grace_then_reject() {
     // rule SETTLE-8, SETTLE-4
     let mut w = ran(&["canary-1"], &[]);
     w.open("control").unwrap();
-    let ids = crate::method::decide::group_identities(lineage(&w), "control");
+    let ids = crate::method::lineage::group_identities(lineage(&w), "control");
     for (i, case) in ids.iter().enumerate() {
         w.start("control", case, None).unwrap();
         let mut reqs = w.case_requests("control", case);
@@ -1038,7 +1115,7 @@ fn pending_rows_wait_for_the_grace_then_reject() {
     let Event::GroupSealed(s) = &sealed[0] else {
         panic!()
     };
-    assert_eq!(s.status, "rejected_settlement");
+    assert_eq!(s.status, VerdictStatus::RejectedSettlement.as_str());
     assert_eq!(
         rule(w.seal("control")),
         "VERDICT-4",

@@ -9,13 +9,15 @@ use benchledger::log::ledger::Ledger;
 use benchledger::log::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
-#[path = "cli/bad_inputs.rs"]
+#[path = "bad_inputs.rs"]
 mod bad_inputs;
-#[path = "cli/checkpoint.rs"]
+#[path = "checkpoint.rs"]
 mod checkpoint;
-#[path = "cli/reliability.rs"]
+#[path = "pipes.rs"]
+mod pipes;
+#[path = "reliability.rs"]
 mod reliability;
-#[path = "cli/report.rs"]
+#[path = "report.rs"]
 mod report;
 
 /// A temp dir with a ledger path inside; every command runs with a clean
@@ -414,8 +416,7 @@ impl Harness {
 
 // --- manifest verbs --------------------------------------------------------
 
-const MANIFEST: &str = include_str!("../ledger-schema/examples/manifest.toml");
-const PRIVATE: &str = include_str!("../ledger-schema/examples/manifest.private.toml");
+use benchledger::testkit::examples::{EXAMPLE_MANIFEST as MANIFEST, EXAMPLE_PRIVATE as PRIVATE};
 
 impl Harness {
     /// Writes a (possibly edited) example manifest pair; returns their paths.
@@ -568,7 +569,7 @@ fn manifest_refusals_leave_the_head_identical() {
             "line",
         ),
         (
-            MANIFEST.replacen("manifest_version = 1", "manifest_version = 7", 1),
+            MANIFEST.replacen("manifest_version = 2", "manifest_version = 7", 1),
             "version",
             2,
             "field manifest_version",
@@ -683,8 +684,7 @@ mod cases {
         h.init();
         assert_eq!(h.freeze(&manifest(concurrency), PRIVATE).code, 0);
         let frozen =
-            benchledger::schema::manifest::freeze(&manifest(concurrency), "m", PRIVATE, "p")
-                .unwrap();
+            benchledger::method::freeze::freeze(&manifest(concurrency), "m", PRIVATE, "p").unwrap();
         let m = &frozen.manifest.public;
         let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
         let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
@@ -1703,7 +1703,7 @@ mod verdicts {
         h.ok(&[
             "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
         ]);
-        let frozen = benchledger::schema::manifest::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
+        let frozen = benchledger::method::freeze::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
         let fm = &frozen.manifest.public;
         let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();
         h.ok(&[
@@ -1724,7 +1724,7 @@ mod verdicts {
         // Gates (GATE-1..3, GATE-7).
         append(
             &h,
-            benchledger::testkit::scenario::aws_observations(&frozen, "canary-1"),
+            benchledger::testkit::scenario::aws_observations(&frozen.v1_view(), "canary-1"),
         );
         let (url, _srv) = super::checks::server(200, "{\"ok\":true}");
         h.ok(&[

@@ -1,0 +1,78 @@
+//! `manifest freeze` and `manifest sign-off` (FREEZE-3, FREEZE-4, FREEZE-7).
+
+use crate::error::{Error, Result};
+use crate::method::decide::refuse;
+use crate::method::projections::State;
+use crate::method::projections::{Claim, SignOff};
+use crate::schema::events::{Event, ManifestFrozenV2, ManifestSignedOff, SignOffRole};
+use crate::schema::rule::Rule;
+
+/// Longest sign-off name, in bytes.
+pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
+
+/// `manifest freeze`: appends the frozen manifest unless its lineage label
+/// was frozen before (FREEZE-3) or it reuses any run-scoped path, port,
+/// database, tag or job name of an earlier lineage (FREEZE-4).
+pub fn freeze(state: &State, frozen: ManifestFrozenV2) -> Result<Vec<Event>> {
+    if let Some(l) = state.lineages.get(&frozen.lineage) {
+        return Err(refuse(
+            Rule::Freeze3,
+            format!(
+            "lineage {:?} was frozen at seq {}; a changed input is a new lineage, never an edit",
+            frozen.lineage, l.frozen_seq
+        ),
+        ));
+    }
+    for (key, field) in frozen.manifest.public.run_scoped_claims() {
+        if let Some(Claim {
+            lineage,
+            field: first,
+        }) = state.claims.get(&key)
+        {
+            return Err(refuse(Rule::Freeze4, format!(
+                "{field} ({key}) was already used by lineage {lineage:?} ({first}); every run-scoped path, port, database, tag and job name must be new"
+            )));
+        }
+    }
+    Ok(vec![Event::ManifestFrozenV2(frozen)])
+}
+
+/// `manifest sign-off`: records an operator or reviewer sign-off, once per
+/// role, by two distinct names (FREEZE-7).
+pub fn sign_off(
+    state: &State,
+    lineage: Option<&str>,
+    role: SignOffRole,
+    name: &str,
+) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    let name = name.trim();
+    if name.is_empty() || name.len() > SIGN_OFF_NAME_BYTES_MAX || name.chars().any(char::is_control)
+    {
+        return Err(Error::input(format!(
+            "--name must be 1 to {SIGN_OFF_NAME_BYTES_MAX} printable bytes"
+        )));
+    }
+    if let Some(SignOff { name: who, seq }) = l.sign_offs.get(&role) {
+        return Err(refuse(
+            Rule::Freeze7,
+            format!(
+                "lineage {:?} was already signed off as {role:?} by {who:?} at seq {seq}",
+                l.frozen.lineage
+            ),
+        ));
+    }
+    let other = match role {
+        SignOffRole::Operator => SignOffRole::Reviewer,
+        SignOffRole::Reviewer => SignOffRole::Operator,
+    };
+    if l.sign_offs.get(&other).is_some_and(|s| s.name == name) {
+        return Err(refuse(Rule::Freeze7, format!("operator and reviewer must be two distinct names; {name:?} already signed off as {other:?}")));
+    }
+    Ok(vec![Event::ManifestSignedOff(ManifestSignedOff {
+        lineage: l.frozen.lineage.clone(),
+        manifest_blake3: l.frozen.manifest_blake3.clone(),
+        role,
+        name: name.to_string(),
+    })])
+}

@@ -1,0 +1,174 @@
+//! The cases of a group as the verdict sees them (CASE-1..8): every
+//! identity of its manifest plus any started outside it, their states and
+//! rewards, the validated security-policy skips (CASE-6), and the lists the
+//! attempts, trial result and runtime rows name.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::method::projections::{CaseStatus, GroupState, LineageState};
+use crate::method::verdict::skip::{skip_check, Skip};
+use crate::schema::events::{CaseRef, TrialResultRecorded};
+use crate::schema::money::Dec;
+
+/// One case identity in the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CaseLine {
+    /// The identity.
+    pub case: CaseRef,
+    /// Its state.
+    pub status: CaseStatus,
+    /// Its reward (`rewards.reward`, or the only reward), if a result has one.
+    pub reward: Option<String>,
+    /// Seq of its start.
+    pub started_seq: Option<u64>,
+    /// How many `case_started` it has (more than one is a violation).
+    pub starts: usize,
+    /// How many TrialResults it has.
+    pub results: usize,
+}
+
+/// The reward of a result: the `reward` key, or the only key.
+pub fn reward_of(r: &TrialResultRecorded) -> Option<String> {
+    let m = r.rewards.as_ref()?;
+    m.get("reward")
+        .or_else(|| (m.len() == 1).then(|| m.values().next()).flatten())
+        .cloned()
+}
+
+/// The cases of a group, tallied once for the case rows and the verdict.
+#[derive(Debug, Default)]
+pub(super) struct CaseTally {
+    /// Validated security-policy skips.
+    pub skips: Vec<Skip>,
+    /// Skips that were attempted and do not hold: `label: why`.
+    pub bad_skips: Vec<String>,
+    /// Every identity of the manifest plus any started outside it.
+    pub lines: Vec<CaseLine>,
+    /// Original identities never started.
+    pub missing: Vec<String>,
+    /// Identities started more than once.
+    pub started_twice: Vec<String>,
+    /// Started identities that are not the manifest's.
+    pub foreign: Vec<String>,
+    /// Started and not terminal.
+    pub not_terminal: Vec<String>,
+    /// terminal_invalid and not a validated skip.
+    pub invalid: Vec<String>,
+    /// Cases with more than one TrialResult.
+    pub multi_results: Vec<String>,
+    /// Original identities terminal_valid with reward 1.
+    pub passed: u64,
+    /// Original identities terminal_valid.
+    pub valid: usize,
+}
+
+/// Whether a reward is exactly 1.
+fn is_pass(reward: Option<&str>) -> bool {
+    reward
+        .and_then(|r| Dec::parse(r).ok())
+        .is_some_and(|r| r == Dec::from(1u64))
+}
+
+impl CaseTally {
+    /// Tallies the cases of `group_state` against the group's manifest
+    /// `identities`.
+    pub fn of(l: &LineageState, group_state: &GroupState, identities: &[CaseRef]) -> Self {
+        let mut tally = CaseTally::default();
+        for id in identities {
+            match skip_check(l, group_state, id) {
+                Some(Ok(skip)) => tally.skips.push(skip),
+                Some(Err(why)) => tally.bad_skips.push(format!("{}: {why}", id.label())),
+                None => {}
+            }
+        }
+        let skipped: BTreeSet<CaseRef> = tally
+            .skips
+            .iter()
+            .flat_map(|s| {
+                [
+                    s.case.clone(),
+                    CaseRef {
+                        replacement: 1,
+                        ..s.case.clone()
+                    },
+                ]
+            })
+            .collect();
+        let mut all: BTreeSet<CaseRef> = identities.iter().cloned().collect();
+        all.extend(
+            group_state
+                .cases
+                .iter()
+                .filter(|(_, c)| c.started.is_some())
+                .map(|(k, _)| k.clone()),
+        );
+        let manifest_ids: BTreeSet<&CaseRef> = identities.iter().collect();
+        let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+        for case in &all {
+            tally.add(group_state, accepted, case, &manifest_ids, &skipped);
+        }
+        tally.valid = tally
+            .lines
+            .iter()
+            .filter(|c| c.status == CaseStatus::TerminalValid && c.case.replacement == 0)
+            .count();
+        tally
+    }
+
+    /// Adds one case: its line, and its label to every list it belongs to.
+    fn add(
+        &mut self,
+        group_state: &GroupState,
+        accepted_exceptions: &[String],
+        case: &CaseRef,
+        manifest_ids: &BTreeSet<&CaseRef>,
+        skipped: &BTreeSet<CaseRef>,
+    ) {
+        let state = group_state.cases.get(case);
+        let status = state.map_or(CaseStatus::NotStarted, |c| c.status(accepted_exceptions));
+        let reward = state
+            .and_then(|c| c.result.as_ref())
+            .and_then(|(_, r)| reward_of(r));
+        let starts = state.map_or(0, |c| c.start_seqs.len());
+        let results = state.map_or(0, |c| c.result_seqs.len());
+        let original = CaseRef {
+            replacement: 0,
+            ..case.clone()
+        };
+        if !manifest_ids.contains(&original)
+            || (case.replacement > 0 && !skipped.contains(case) && case.replacement > 1)
+        {
+            self.foreign.push(case.label());
+        }
+        if starts > 1 {
+            self.started_twice.push(case.label());
+        }
+        if results > 1 {
+            self.multi_results.push(case.label());
+        }
+        match status {
+            CaseStatus::NotStarted if case.replacement == 0 => self.missing.push(case.label()),
+            CaseStatus::NotStarted => {}
+            CaseStatus::Started => self.not_terminal.push(case.label()),
+            CaseStatus::TerminalInvalid if !skipped.contains(case) => {
+                self.invalid.push(case.label())
+            }
+            CaseStatus::TerminalInvalid => {}
+            CaseStatus::TerminalValid => {
+                if case.replacement == 0 && is_pass(reward.as_deref()) {
+                    self.passed += 1;
+                }
+            }
+        }
+        self.lines.push(CaseLine {
+            case: case.clone(),
+            status,
+            reward,
+            started_seq: state.and_then(|c| c.started.as_ref()).map(|(at, _)| at.seq),
+            starts,
+            results,
+        });
+    }
+}

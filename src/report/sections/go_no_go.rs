@@ -1,0 +1,159 @@
+//! Section 12: the go/no-go line from the per-round checks, and the
+//! artifact and ledger checksums.
+
+use super::{row_of, Ctx};
+use crate::report::model::{
+    Checksums, Decision, Economics, Fact, GoNoGo, GroupRow, LedgerHead, RoundCheck, SealedLine,
+};
+use crate::report::numbers::{cost_within, quality_within};
+
+/// The go/no-go checks of every round, in round order.
+pub(super) fn round_checks(
+    ctx: &Ctx<'_>,
+    rows: &[GroupRow],
+    economics: &Economics,
+) -> Vec<RoundCheck> {
+    let method = &ctx.manifest.method;
+    let control_verdict = ctx.control().and_then(|control| control.verdict.as_ref());
+    let control_cost = ctx.control_cost();
+    ctx.rounds()
+        .map(|round| {
+            let row = row_of(rows, &round.name);
+            let quality = (round.accepted() && ctx.accepted_control().is_some()).then(|| {
+                quality_within(
+                    row.passed,
+                    row.total,
+                    control_verdict.map_or(0, |verdict| verdict.passed),
+                    control_verdict.map_or(ctx.cases_per_group, |verdict| verdict.total),
+                    method.quality_tolerance_pct,
+                )
+            });
+            let cumulative = economics
+                .cumulative
+                .iter()
+                .find(|cumulative| cumulative.through == round.name)
+                .and_then(|cumulative| cumulative.row.as_ref());
+            RoundCheck {
+                round: round.name.clone(),
+                comparable: row.comparable,
+                quality_within: quality,
+                cost_within: row.comparable.then(|| {
+                    cost_within(
+                        row.cost.as_ref().map_or(0, |cost| cost.micro_usd),
+                        control_cost.unwrap_or(0),
+                        method.cost_tolerance_pct,
+                    )
+                }),
+                cumulative_cost_within: cumulative.map(|cumulative| {
+                    cost_within(
+                        cumulative.policy.micro_usd,
+                        cumulative.control.micro_usd,
+                        method.cost_tolerance_pct,
+                    )
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Why the decision is not GO: open or rejected groups, a stop, and the
+/// failing checks (the cost checks of the last round only).
+fn reasons(ctx: &Ctx<'_>, rows: &[GroupRow], checks: &[RoundCheck]) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if ctx.rounds().next().is_none() {
+        reasons.push("no predeclared policy round".to_string());
+    }
+    for group in ctx.evaluation_groups().filter(|group| !group.accepted()) {
+        reasons.push(format!("{} is {}", group.name, group.status()));
+    }
+    if let Some((at, stopped)) = &ctx.lineage.stopped {
+        reasons.push(format!(
+            "the lineage stopped at seq {} ({}): {}",
+            at.seq, stopped.rule, stopped.reason
+        ));
+    }
+    for (index, check) in checks.iter().enumerate() {
+        let last = index + 1 == checks.len();
+        if !check.comparable && check.quality_within.is_some() {
+            reasons.push(format!(
+                "{} is not comparable: {}",
+                check.round,
+                row_of(rows, &check.round)
+                    .not_comparable
+                    .clone()
+                    .unwrap_or_default()
+            ));
+        }
+        if check.quality_within == Some(false) {
+            reasons.push(format!("{}: quality outside the tolerance", check.round));
+        }
+        if last && check.cost_within == Some(false) {
+            reasons.push(format!(
+                "{}: steady-state cost delta above the tolerance",
+                check.round
+            ));
+        }
+        if last && check.cumulative_cost_within == Some(false) {
+            reasons.push(format!(
+                "{}: cumulative cost delta above the tolerance",
+                check.round
+            ));
+        }
+    }
+    reasons
+}
+
+/// Section 12: the decision, its one line and the rule applied.
+pub(super) fn go_no_go(ctx: &Ctx<'_>, rows: &[GroupRow], checks: Vec<RoundCheck>) -> GoNoGo {
+    let quality_tolerance = ctx.manifest.method.quality_tolerance_pct.canonical();
+    let cost_tolerance = ctx.manifest.method.cost_tolerance_pct.canonical();
+    let score_name = super::claim::score_name(ctx.manifest.run.class);
+    let rule = format!(
+        "GO only when every predeclared round is sealed accepted and comparable with an accepted control (same identities, one cost basis), every round's {score_name} is within {quality_tolerance} points of control, and the last round's cost delta and the cumulative cost delta through it are each at most {cost_tolerance}% (REPORT-2, REPORT-3, CLASS-5)",
+    );
+    let reasons = reasons(ctx, rows, &checks);
+    let any_rejected =
+        ctx.evaluation_groups().any(|group| group.rejected()) || ctx.lineage.stopped.is_some();
+    let any_open = ctx.evaluation_groups().any(|group| group.sealed.is_none());
+    let decision = if reasons.is_empty() {
+        Decision::Go
+    } else if any_open && !any_rejected {
+        Decision::Undecided
+    } else {
+        Decision::NoGo
+    };
+    let scope = format!(" ({})", super::claim::claim_scope(ctx.manifest));
+    let line = match decision {
+        Decision::Go => format!(
+            "GO{scope}: every round accepted and comparable, quality within {quality_tolerance} points, steady-state and cumulative cost within {cost_tolerance}%",
+        ),
+        other => format!("{other}{scope}: {}", reasons.join("; ")),
+    };
+    GoNoGo {
+        decision,
+        line,
+        rule,
+        rounds: checks,
+        reasons,
+    }
+}
+
+/// Section 12: the frozen hashes and keys, and every sealed verdict.
+pub(super) fn checksums(ctx: &Ctx<'_>, hashes: Vec<Fact>, head: LedgerHead) -> Checksums {
+    Checksums {
+        ledger: head,
+        hashes,
+        sealed: ctx
+            .groups
+            .iter()
+            .filter_map(|group| {
+                let seal = group.sealed.as_ref()?;
+                Some(SealedLine {
+                    group: group.name.clone(),
+                    seq: seal.at.seq,
+                    status: seal.status.clone(),
+                })
+            })
+            .collect(),
+    }
+}
