@@ -75,13 +75,22 @@ pub enum Error {
         /// The head seq found in the store.
         found: String,
     },
-    /// The storage engine or the file system failed.
-    #[error("storage failure at {context}: {message}")]
+    /// The environment failed: the file system or the storage engine could
+    /// not do what was asked (no space, no permission, a read-only file
+    /// system, a device error while writing). Stored bytes that cannot be
+    /// read back are `Damage`, not this.
+    ///
+    /// The message names the context only; the reason is the `source` (an
+    /// `std::io::Error` whose kind is kept: `StorageFull` for ENOSPC,
+    /// `PermissionDenied` for EACCES, ...). Print the error with its chain
+    /// (`{:#}` through anyhow, or walk `source()`).
+    #[error("storage failure at {context}")]
     Io {
         /// What was being done (e.g. `flush`, `open ./ledger`).
         context: String,
-        /// The underlying error.
-        message: String,
+        /// The underlying error, its kind preserved.
+        #[source]
+        source: std::io::Error,
     },
 }
 
@@ -103,14 +112,110 @@ impl Error {
         Error::Input(msg.into())
     }
 
-    /// Shorthand for an I/O error with its context.
-    pub fn io(context: impl Into<String>, err: impl fmt::Display) -> Self {
+    /// Shorthand for an I/O error with its context. An `std::io::Error` is
+    /// kept as the source as it is (its kind preserved); any other error
+    /// becomes an `std::io::Error` of kind `Other` carrying its message.
+    pub fn io<E: fmt::Display + 'static>(context: impl Into<String>, err: E) -> Self {
+        let mut slot = Some(err);
+        let any: &mut dyn std::any::Any = &mut slot;
+        let source = match any.downcast_mut::<Option<std::io::Error>>() {
+            Some(io) => io.take(),
+            None => None,
+        }
+        .unwrap_or_else(|| {
+            let text = slot.take().map(|e| e.to_string()).unwrap_or_default();
+            std::io::Error::other(text)
+        });
         Error::Io {
             context: context.into(),
-            message: err.to_string(),
+            source,
+        }
+    }
+
+    /// The kind of the I/O error inside, if this is one.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
         }
     }
 }
 
+/// Whether an I/O error is the environment's (exit 4: no space, no
+/// permission, a read-only file system, a busy or locked file, too many open
+/// files, out of memory, interrupted) rather than stored bytes that cannot
+/// be read (damage, exit 1: an unexpected end of file, invalid data, a
+/// device read error).
+pub fn is_environment(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    // Linux ENFILE and EMFILE (too many open files) have no stable kind.
+    const TOO_MANY_OPEN_FILES: [i32; 2] = [23, 24];
+    matches!(
+        e.kind(),
+        PermissionDenied
+            | StorageFull
+            | QuotaExceeded
+            | ReadOnlyFilesystem
+            | FileTooLarge
+            | WouldBlock
+            | ResourceBusy
+            | Interrupted
+            | TimedOut
+            | OutOfMemory
+            | BrokenPipe
+    ) || e
+        .raw_os_error()
+        .is_some_and(|n| TOO_MANY_OPEN_FILES.contains(&n))
+}
+
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_keeps_its_kind_and_is_the_source() {
+        use std::error::Error as _;
+        for kind in [
+            std::io::ErrorKind::StorageFull,
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::BrokenPipe,
+        ] {
+            let e = Error::io("flush", std::io::Error::from(kind));
+            assert_eq!(e.io_kind(), Some(kind));
+            assert_eq!(e.class(), ExitClass::Environment);
+            let source = e.source().expect("a source");
+            let io = source
+                .downcast_ref::<std::io::Error>()
+                .expect("an io::Error");
+            assert_eq!(io.kind(), kind);
+        }
+        let enospc = Error::io("append", std::io::Error::from_raw_os_error(28));
+        assert_eq!(enospc.io_kind(), Some(std::io::ErrorKind::StorageFull));
+        let chain = format!("{:#}", anyhow::Error::from(enospc));
+        assert!(
+            chain.contains("storage failure at append")
+                && chain.contains("No space left on device"),
+            "{chain}"
+        );
+        // anything else that displays becomes an Other io error with its text
+        let other = Error::io("aws", "throttled".to_string());
+        assert_eq!(other.io_kind(), Some(std::io::ErrorKind::Other));
+        assert_eq!(other.source().unwrap().to_string(), "throttled");
+    }
+
+    #[test]
+    fn the_environment_is_no_space_no_permission_a_lock_not_unreadable_bytes() {
+        use std::io::{Error as E, ErrorKind as K};
+        for env in [28, 122, 13, 1, 30, 11, 16, 12, 24, 23, 4] {
+            assert!(is_environment(&E::from_raw_os_error(env)), "errno {env}");
+        }
+        for damage in [K::UnexpectedEof, K::InvalidData, K::NotFound, K::Other] {
+            assert!(!is_environment(&E::from(damage)), "{damage:?}");
+        }
+        // EIO: a block the device cannot read back
+        assert!(!is_environment(&E::from_raw_os_error(5)));
+    }
+}

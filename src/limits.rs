@@ -9,6 +9,16 @@ pub const RECORD_BYTES_MAX: usize = 1024 * 1024;
 pub const APPEND_BATCH_RECORDS_MAX: usize = 250_000;
 /// Most encoded bytes one atomic append may carry.
 pub const APPEND_BATCH_BYTES_MAX: usize = 128 * 1024 * 1024;
+/// Most records one sealed segment of the store holds (SPEC.md section 5).
+pub const SEGMENT_RECORDS_MAX: usize = 1024;
+/// Most encoded bytes one segment of the store holds, unless it holds a
+/// single record larger than this (SPEC.md section 5). sled 0.34 splits a
+/// leaf past 16 items whatever their size and writes a node larger than a
+/// quarter of its 512 KiB log segment as a file of its own (a blob); 17
+/// segments of 7 KiB stay below that, so no leaf becomes a blob: blobs are
+/// read again by every open (sled re-reads its whole active log segment)
+/// and kept in memory by every scan (tools/BENCHMARKS.md).
+pub const SEGMENT_BYTES_MAX: usize = 7 * 1024;
 /// Longest actor name (`operator:alice`, `ci`), in bytes.
 pub const ACTOR_BYTES_MAX: usize = 64;
 /// Longest client idempotency key, in bytes.

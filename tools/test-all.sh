@@ -39,6 +39,13 @@ bash tools/moto/test-aws.sh
 echo "== tamper: ${TAMPER_TRIALS:-200} trials of each damage kind against a 10,000-record ledger =="
 cargo run --quiet --no-default-features --example tamper -- --trials "${TAMPER_TRIALS:-200}"
 
+echo "== on-disk tamper: ${DISKTAMPER_TRIALS:-200} trials of bytes flipped, zeroed or truncated in the ledger's files, through the CLI =="
+cargo build --quiet --no-default-features --bin benchledger
+cargo run --quiet --no-default-features --example disktamper -- --trials "${DISKTAMPER_TRIALS:-200}"
+
+echo "== power loss: the directory image at every sync point of a recorded CLI workload, four durability models =="
+cargo run --quiet --no-default-features --example powerloss -- --ops "${POWERLOSS_OPS:-12}" --subsets 1
+
 echo "== disk full: appends on a small file system until it is full =="
 bash tools/diskfull.sh
 

@@ -1162,3 +1162,204 @@ fn the_ledger_dir_is_owner_only_and_broader_modes_are_warned_about() {
         assert_eq!(mode(&p), 0o700, "{}", p.display());
     }
 }
+
+// --- damage inside the store's files (issue 20) ---------------------------
+
+/// A ledger of a few notes (some keyed) for the on-disk damage tests.
+fn small_ledger() -> Harness {
+    let h = Harness::new();
+    h.init();
+    for i in 0..12 {
+        let text = format!("n{i} {}", "x".repeat(700));
+        if i % 3 == 0 {
+            h.ok(&["note", &text, "--idempotency-key", &format!("k{i}")]);
+        } else {
+            h.ok(&["note", &text]);
+        }
+    }
+    h
+}
+
+/// The verbs of an auditor and of a writer, each of which must exit 1
+/// naming the damage.
+fn every_verb_names_damage(h: &Harness, damage: &str) {
+    let v = h.run(&["verify", "--json"]);
+    assert_eq!(v.code, 1, "verify: {}{}", v.stdout, v.stderr);
+    assert!(
+        v.stdout.contains(damage) || v.stderr.contains(damage),
+        "verify names {damage}: {}{}",
+        v.stdout,
+        v.stderr
+    );
+    for args in [
+        &["log"][..],
+        &["export", "--jsonl"],
+        &["note", "more"],
+        &["head"],
+    ] {
+        let r = h.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("damage"),
+            "{args:?} names damage: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{args:?}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_changed_sled_configuration_is_damage_exit_1_not_an_environment_failure() {
+    let h = small_ledger();
+    let conf = h.ledger().join("sled").join("conf");
+    let mut b = std::fs::read(&conf).unwrap();
+    b[15] ^= 0x01; // a digit of the segment size
+    std::fs::write(&conf, &b).unwrap();
+    every_verb_names_damage(&h, "storage_unreadable");
+}
+
+#[test]
+fn a_sled_snapshot_that_fails_its_checksum_is_damage_exit_1() {
+    let h = small_ledger();
+    let dir = h.ledger().join("sled");
+    let snap = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with("snap."))
+        .expect("a sled snapshot")
+        .path();
+    let mut b = std::fs::read(&snap).unwrap();
+    b[2] ^= 0x40;
+    std::fs::write(&snap, &b).unwrap();
+    every_verb_names_damage(&h, "storage_unreadable");
+}
+
+#[test]
+fn a_head_witness_with_no_valid_slot_is_damage_exit_1() {
+    let h = small_ledger();
+    std::fs::write(h.ledger().join("benchledger.head"), [0u8; 128]).unwrap();
+    every_verb_names_damage(&h, "storage_unreadable");
+}
+
+#[test]
+fn records_the_store_lost_below_the_witness_are_damage_exit_1() {
+    // What sled's recovery leaves when a log entry fails its checksum: the
+    // entry and everything after it dropped, a shorter ledger that verifies
+    // on its own. The witness of the last acknowledged head names it.
+    let h = small_ledger();
+    let before = h.ok(&["head", "--json"]).json();
+    h.ok(&["note", "one more"]);
+    // roll the store back by one append: restore a copy taken before it
+    let copy = h.path("copy");
+    copy_dir(&h.ledger(), &copy);
+    h.ok(&["note", "and another"]);
+    let newest = std::fs::read(h.ledger().join("benchledger.head")).unwrap();
+    std::fs::remove_dir_all(h.ledger()).unwrap();
+    copy_dir(&copy, &h.ledger());
+    std::fs::write(h.ledger().join("benchledger.head"), &newest).unwrap();
+    let v = h.run(&["verify", "--json"]);
+    assert_eq!(v.code, 1, "{}{}", v.stdout, v.stderr);
+    let j = v.json();
+    assert_eq!(j["damage"], "truncated", "{j}");
+    assert_eq!(j["first_bad_seq"], before["head_seq"].as_u64().unwrap() + 2);
+    let r = h.run(&["note", "x"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("acknowledged records were lost"),
+        "{}",
+        r.stderr
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn a_layout_1_ledger_is_read_and_an_append_says_how_to_migrate() {
+    // Layout 1 as the previous build wrote it: one sled item per record.
+    let h = small_ledger();
+    let export = h.path("all.jsonl");
+    h.ok(&["export", "--jsonl", "-o", export.to_str().unwrap()]);
+    let old = h.path("old");
+    {
+        let db = sled::Config::new().path(old.join("sled")).open().unwrap();
+        let records = db.open_tree("records").unwrap();
+        let meta = db.open_tree("meta").unwrap();
+        let keys = db.open_tree("idempotency").unwrap();
+        let mut head = Vec::new();
+        for line in std::fs::read_to_string(&export).unwrap().lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            let seq = e["seq"].as_u64().unwrap();
+            let mut v = hex::decode(e["prev_hash"].as_str().unwrap()).unwrap();
+            v.extend(hex::decode(e["hash"].as_str().unwrap()).unwrap());
+            v.extend(hex::decode(e["record_hex"].as_str().unwrap()).unwrap());
+            records.insert(seq.to_be_bytes(), v).unwrap();
+            if let Some(k) = e["idempotency_key"].as_str() {
+                keys.insert(k.as_bytes(), &seq.to_be_bytes()).unwrap();
+            }
+            head = seq.to_be_bytes().to_vec();
+            head.extend(hex::decode(e["hash"].as_str().unwrap()).unwrap());
+        }
+        meta.insert(b"head", head).unwrap();
+        db.flush().unwrap();
+    }
+    let run_old = |args: &[&str]| -> Run { h.cmd_at(&old).args(args).output().unwrap().into() };
+    let v = run_old(&["verify", "--json"]);
+    assert_eq!(v.code, 0, "{}", v.stderr);
+    let again = h.path("again.jsonl");
+    let e = run_old(&["export", "--jsonl", "-o", again.to_str().unwrap()]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&export).unwrap()
+    );
+    let n = run_old(&["note", "x"]);
+    assert_eq!(n.code, 2, "{}", n.stderr);
+    assert!(
+        n.stderr.contains("storage layout 1") && n.stderr.contains("import --jsonl"),
+        "{}",
+        n.stderr
+    );
+    // the migration it names
+    let new = h.path("new");
+    let i: Run = h
+        .cmd_at(&new)
+        .args(["import", "--jsonl", again.to_str().unwrap()])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(i.code, 0, "{}", i.stderr);
+    let r: Run = h
+        .cmd_at(&new)
+        .args(["note", "after the migration"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn no_space_is_the_environment_exit_4_and_a_closed_pipe_is_the_readers_choice() {
+    // ENOSPC keeps its kind through Error::Io (exit 4; tools/diskfull.sh
+    // fills a real file system). A closed stdout while exporting is a
+    // broken pipe the reader chose: exit 0, never "storage failure".
+    let h = small_ledger();
+    let mut c = h
+        .cmd()
+        .args(["export", "--jsonl"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    let r: Run = c.wait_with_output().unwrap().into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("storage failure"), "{}", r.stderr);
+}

@@ -163,6 +163,11 @@ pub enum DamageKind {
     Truncated,
     /// A derived index disagrees with the records.
     IndexMismatch,
+    /// The storage engine cannot read what it stored: a file of the ledger
+    /// directory fails its checksum, ends early or does not parse (sled
+    /// reports corruption), a segment's framing is broken, or the head
+    /// witness file holds no valid slot.
+    StorageUnreadable,
 }
 
 impl fmt::Display for DamageKind {
@@ -186,6 +191,13 @@ pub struct Damage {
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "seq {}: {}: {}", self.seq, self.kind, self.detail)
+    }
+}
+
+impl Damage {
+    /// Damage of `kind` at `seq`.
+    pub fn new(seq: u64, kind: DamageKind, detail: impl Into<String>) -> Damage {
+        damage(seq, kind, detail)
     }
 }
 
@@ -239,39 +251,58 @@ impl Walker {
         self.next_seq
     }
 
+    /// The hash of the last record walked (the zero hash before genesis).
+    pub fn prev_hash(&self) -> Hash {
+        self.prev
+    }
+
     /// Checks the next stored pair: its key is the expected seq, its link
     /// hash holds, it links to the previous record, it decodes canonically,
     /// and genesis sits at seq 0 only.
     pub fn step(&mut self, key: &[u8], value: &[u8]) -> Result<Verified, Damage> {
         let seq = self.expected_seq(key)?;
-        let Some((prev, hash, bytes)) = split_value(value) else {
-            return Err(damage(seq, DamageKind::TruncatedRecord, format!(
-                "stored value is {} bytes, shorter than its {VALUE_PREFIX_BYTES}-byte link prefix", value.len())));
-        };
-        if bytes.len() > RECORD_BYTES_MAX {
-            return Err(damage(
-                seq,
-                DamageKind::TruncatedRecord,
-                format!(
-                    "record is {} bytes, over the limit of {RECORD_BYTES_MAX}",
-                    bytes.len()
-                ),
-            ));
-        }
-        check_link(seq, &prev, &hash, bytes)?;
-        self.check_prev(seq, &prev)?;
-        let decoded = decode_at(seq, bytes)?;
-        self.prev = hash;
+        let own = check_own(seq, value)?;
+        self.check_prev(seq, &own.prev)?;
+        let decoded = decode_at(seq, own.bytes)?;
+        self.prev = own.hash;
         self.next_seq = seq + 1;
         Ok(Verified {
-            prev,
-            hash,
+            prev: own.prev,
+            hash: own.hash,
             decoded,
         })
     }
 
+    /// The checks of `step` that depend on the walk, for a record whose own
+    /// checks (`check_own`, and then `decode_at`) ran elsewhere, possibly on
+    /// another thread: the key is the expected seq, `own` (the result of
+    /// `check_own`) holds, the stored prev is the hash before it, and then
+    /// `decoded` (the result of `decode_at`, `None` when it was not run
+    /// because `own` failed) holds. The first failure is exactly what `step`
+    /// reports for the same pair.
+    pub fn join<T>(
+        &mut self,
+        key: &[u8],
+        own: Result<(Hash, Hash), Damage>,
+        decoded: Option<Result<T, Damage>>,
+    ) -> Result<T, Damage> {
+        let seq = self.expected_seq(key)?;
+        let (prev, hash) = own?;
+        self.check_prev(seq, &prev)?;
+        let decoded = decoded.unwrap_or_else(|| {
+            Err(damage(
+                seq,
+                DamageKind::Undecodable,
+                "the record was not decoded",
+            ))
+        })?;
+        self.prev = hash;
+        self.next_seq = seq + 1;
+        Ok(decoded)
+    }
+
     /// The seq of a stored key, which must be the one expected next.
-    fn expected_seq(&self, key: &[u8]) -> Result<u64, Damage> {
+    pub fn expected_seq(&self, key: &[u8]) -> Result<u64, Damage> {
         let expected = self.next_seq;
         let seq = match <[u8; 8]>::try_from(key) {
             Ok(k) => u64::from_be_bytes(k),
@@ -312,6 +343,46 @@ impl Walker {
     }
 }
 
+/// A stored value split by `check_own`: its link and record bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Own<'a> {
+    /// The stored hash of the predecessor.
+    pub prev: Hash,
+    /// The stored hash of this record (checked: it is the link hash).
+    pub hash: Hash,
+    /// The record bytes.
+    pub bytes: &'a [u8],
+}
+
+/// The checks of one stored value that need nothing but its seq and the
+/// value (so verification may run them in parallel): the value holds the
+/// link prefix, the record is within the size limit, and the stored hash is
+/// the link hash of the stored prev, seq and bytes.
+pub fn check_own(seq: u64, value: &[u8]) -> Result<Own<'_>, Damage> {
+    let Some((prev, hash, bytes)) = split_value(value) else {
+        return Err(damage(
+            seq,
+            DamageKind::TruncatedRecord,
+            format!(
+                "stored value is {} bytes, shorter than its {VALUE_PREFIX_BYTES}-byte link prefix",
+                value.len()
+            ),
+        ));
+    };
+    if bytes.len() > RECORD_BYTES_MAX {
+        return Err(damage(
+            seq,
+            DamageKind::TruncatedRecord,
+            format!(
+                "record is {} bytes, over the limit of {RECORD_BYTES_MAX}",
+                bytes.len()
+            ),
+        ));
+    }
+    check_link(seq, &prev, &hash, bytes)?;
+    Ok(Own { prev, hash, bytes })
+}
+
 /// The stored hash is the link hash of `prev`, `seq` and the bytes; a record
 /// stored under another seq's key is named as reordered.
 fn check_link(seq: u64, prev: &Hash, hash: &Hash, bytes: &[u8]) -> Result<(), Damage> {
@@ -336,7 +407,7 @@ fn check_link(seq: u64, prev: &Hash, hash: &Hash, bytes: &[u8]) -> Result<(), Da
 
 /// Decodes the record stored at `seq` (canonically) and checks that it says
 /// it is `seq` and that genesis sits at seq 0 only.
-fn decode_at(seq: u64, bytes: &[u8]) -> Result<Decoded, Damage> {
+pub fn decode_at(seq: u64, bytes: &[u8]) -> Result<Decoded, Damage> {
     let decoded = Record::decode(bytes).map_err(|e| {
         let kind = if is_non_canonical(&e) {
             DamageKind::NonCanonical

@@ -1,9 +1,10 @@
 //! A ledger directory: its lock, its store, and every operation on records.
 //!
 //! Layout of a ledger directory (created owner-only, 0700):
-//! `benchledger.lock` (the writer lock, held for the life of a `Ledger`) and
-//! `sled/` (the store). One process at a time holds the lock; a second waits
-//! up to its lock wait and then fails with `Error::LockTimeout` (exit 4).
+//! `benchledger.lock` (the writer lock, held for the life of a `Ledger`),
+//! and the store (`store.rs`: `sled/`, `index/`, `benchledger.head`). One
+//! process at a time holds the lock; a second waits up to its lock wait and
+//! then fails with `Error::LockTimeout` (exit 4).
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -12,13 +13,15 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::limits::{APPEND_BATCH_BYTES_MAX, APPEND_BATCH_RECORDS_MAX, LOCK_POLL_MS};
 use crate::log::chain::{self, Damage, DamageKind, Hash, Head, Sealed, Verified, Walker};
-use crate::log::record::{self, Record, FORMAT_VERSION};
-use crate::log::store::{SledStore, Store};
+use crate::log::record::{self, Decoded, Record, FORMAT_VERSION};
+use crate::log::scan::{self, Checked, RecordScan, Scanned, Walked};
+use crate::log::store::{self, Layout, SledStore, Store};
 use crate::schema::events::{Event, LedgerCreated};
 use crate::schema::rule::Rule;
 
 const LOCK_FILE: &str = "benchledger.lock";
-const STORE_DIR: &str = "sled";
+/// Keys gathered per write while the idempotency index is caught up.
+const INDEX_CATCH_UP_KEYS: usize = 100_000;
 
 /// The tool version written into genesis records.
 pub const TOOL_VERSION: &str = concat!("benchledger ", env!("CARGO_PKG_VERSION"));
@@ -172,7 +175,7 @@ pub fn check_batch(records: usize, bytes: usize) -> Result<()> {
 impl Ledger {
     /// True when `dir` holds a ledger store.
     pub fn exists(dir: &Path) -> bool {
-        dir.join(STORE_DIR).exists()
+        store::exists(dir)
     }
 
     /// Creates a ledger in `dir` (which must not hold one) with its genesis
@@ -196,7 +199,7 @@ impl Ledger {
             )));
         }
         let ledger = Ledger {
-            store: SledStore::open(&dir.join(STORE_DIR))?,
+            store: SledStore::create(dir)?,
             dir: dir.to_path_buf(),
             _lock: file,
         };
@@ -238,7 +241,7 @@ impl Ledger {
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
         Ok(Ledger {
-            store: SledStore::open(&dir.join(STORE_DIR))?,
+            store: SledStore::open(dir)?,
             dir: dir.to_path_buf(),
             _lock: file,
         })
@@ -279,7 +282,55 @@ impl Ledger {
                 head.seq
             )));
         }
+        if let Some(d) = self.store.witness_damage(Some(head)) {
+            return Err(Error::Damage(format!("{d}; run verify")));
+        }
         Ok(head)
+    }
+
+    /// The storage layout of this ledger (layout 1 is read only).
+    pub fn layout(&self) -> Layout {
+        self.store.layout()
+    }
+
+    /// Makes the idempotency index cover every record up to `head`: opens
+    /// it and adds the keys of the (verified) records it does not cover
+    /// yet. The index lags the head after a process that appended without
+    /// opening it, or died between an append's commit point and its index
+    /// update; it never leads it.
+    fn ensure_index(&self, head: Option<Head>) -> Result<()> {
+        let through = self.store.index_through(head)?;
+        let head_seq = head.map(|h| h.seq);
+        if through == head_seq {
+            return Ok(());
+        }
+        let Some(head_seq) = head_seq.filter(|h| through.is_none_or(|t| t < *h)) else {
+            return Err(Error::Damage(format!(
+                "{}: the idempotency index covers seq {} but the head is {}; run verify",
+                DamageKind::IndexMismatch,
+                through.map_or("none".into(), |t| t.to_string()),
+                head_seq.map_or("none".into(), |h| h.to_string())
+            )));
+        };
+        let from = through.map_or(0, |t| t + 1);
+        let mut entries = Vec::new();
+        for v in self.records_from(from)? {
+            let v = v?;
+            let seq = v.decoded.record.seq;
+            if seq > head_seq {
+                break;
+            }
+            if let Some(k) = v.decoded.record.idempotency_key {
+                entries.push((k, seq));
+            }
+            if entries.len() >= INDEX_CATCH_UP_KEYS {
+                self.store.index_add(&entries, seq)?;
+                entries.clear();
+            }
+        }
+        self.store.index_add(&entries, head_seq)?;
+        tracing::info!("the idempotency index caught up with seqs {from}..={head_seq}");
+        Ok(())
     }
 
     /// Appends drafts atomically after the current head, stamped `now_ns`.
@@ -320,6 +371,7 @@ impl Ledger {
             index: Vec::new(),
             batch_keys: std::collections::HashMap::new(),
             bytes_total: 0,
+            index_ready: false,
         })
     }
 
@@ -360,93 +412,146 @@ impl Ledger {
             Walker::after(from - 1, before.hash)
         };
         Ok(Records {
-            inner: self.store.scan(from),
+            inner: RecordScan::new(&self.store, from),
             walker,
             head,
             done: false,
+            threads: scan::verify_threads(),
+            ready: std::collections::VecDeque::new(),
+            end: None,
         })
     }
 
-    /// Recomputes every link from seq 0, checks the head, and checks that
-    /// the idempotency index is exactly what the records imply.
+    /// Recomputes every link from seq 0, checks the head against the
+    /// records and the head witness, and checks that the open-tail summary
+    /// and the idempotency index are exactly what the records imply. The
+    /// records' own checks run on every core (`verify_with` for a count).
     pub fn verify(&self) -> Result<VerifyReport> {
-        let head_raw = self.store.head_raw()?;
-        let head_seq = head_raw
-            .as_deref()
-            .and_then(Head::from_bytes)
-            .map(|h| h.seq);
-        let mut walker = Walker::from_genesis();
-        let mut last: Option<Head> = None;
-        let mut at_head: Option<Hash> = None;
-        let mut keys: std::collections::BTreeMap<Vec<u8>, u64> = std::collections::BTreeMap::new();
+        self.verify_with(scan::verify_threads())
+    }
+
+    /// `verify` with the records' own checks on `threads` threads (1: one
+    /// core, the same walk in seq order).
+    pub fn verify_with(&self, threads: usize) -> Result<VerifyReport> {
         let report = |records: u64, damage: Damage| VerifyReport {
             records,
             head: None,
             damage: Some(damage),
         };
-        for pair in self.store.scan(0) {
-            let (k, v) = pair?;
-            let verified = match walker.step(&k, &v) {
-                Ok(x) => x,
-                Err(d) => return Ok(report(walker.next_seq(), d)),
-            };
-            let seq = verified.decoded.record.seq;
-            if let Some(key) = verified.decoded.record.idempotency_key {
-                if keys.insert(key.into_bytes(), seq).is_some() {
-                    return Ok(report(
-                        seq,
-                        Damage {
-                            seq,
-                            kind: DamageKind::IndexMismatch,
-                            detail: "an idempotency key appears on two records".into(),
-                        },
-                    ));
-                }
-            }
-            if Some(seq) == head_seq {
-                at_head = Some(verified.hash);
-            }
-            last = Some(Head {
-                seq,
-                hash: verified.hash,
-            });
+        let head_raw = match self.store.head_raw() {
+            Ok(h) => h,
+            Err(e) => return unreadable(e, 0, 0),
+        };
+        let head_seq = head_raw
+            .as_deref()
+            .and_then(Head::from_bytes)
+            .map(|h| h.seq);
+        let walked = scan::verify_walk(&self.store, head_seq, threads)?;
+        if let Some(d) = walked.damage {
+            return Ok(report(walked.records, d));
         }
-        let count = last.map_or(0, |h| h.seq + 1);
-        let head = match chain::check_head(head_raw.as_deref(), last, at_head) {
+        let count = walked.records;
+        let head = match chain::check_head(head_raw.as_deref(), walked.last, walked.at_head) {
             Ok(h) => h,
             Err(d) => return Ok(report(count, d)),
         };
-        let mut index = std::collections::BTreeMap::new();
+        if let Some(d) = self.store.witness_damage(Some(head)) {
+            return Ok(report(count, d));
+        }
+        let derived = self.check_tail(&walked, head).and_then(|d| match d {
+            None => self.check_index(&walked, head),
+            some => Ok(some),
+        });
+        match derived {
+            Ok(Some(d)) => Ok(report(count, d)),
+            Ok(None) => Ok(VerifyReport {
+                records: count,
+                head: Some(head),
+                damage: None,
+            }),
+            Err(e) => unreadable(e, count, head.seq),
+        }
+    }
+
+    /// The open-tail summary (layout 2) names an item boundary at or below
+    /// the head and the framed size of the items from there.
+    fn check_tail(&self, walked: &Walked, head: Head) -> Result<Option<Damage>> {
+        if self.store.layout() == Layout::Records {
+            return Ok(None);
+        }
+        let after = head.seq + 1;
+        let raw = self.store.tail_raw()?;
+        let stored = raw.as_deref().and_then(store::parse_tail);
+        let from_first = |first: u64| -> Option<usize> {
+            let at = walked.sizes.iter().position(|s| s.first == first)?;
+            Some(walked.sizes[at..].iter().map(|s| s.framed_bytes).sum())
+        };
+        let ok = match stored {
+            None => false,
+            Some((first, framed)) if first == after => framed == 0,
+            Some((first, framed)) => first < after && from_first(first) == Some(framed),
+        };
+        Ok((!ok).then(|| {
+            Damage::new(
+                stored.map_or(after, |(first, _)| first.min(after)),
+                DamageKind::IndexMismatch,
+                format!(
+                    "the open-tail summary in meta ({}) is not the records' (the tail must start at a segment and hold its framed size)",
+                    stored.map_or("none".into(), |(f, b)| format!("seq {f}, {b} bytes"))
+                ),
+            )
+        }))
+    }
+
+    /// The idempotency index holds exactly the keys of the records it
+    /// covers (those up to its last indexed seq, which is at most the
+    /// head).
+    fn check_index(&self, walked: &Walked, head: Head) -> Result<Option<Damage>> {
+        let through = self.store.index_through(Some(head))?;
+        if let Some(t) = through.filter(|t| *t > head.seq) {
+            return Ok(Some(Damage::new(
+                head.seq,
+                DamageKind::IndexMismatch,
+                format!("the idempotency index covers seq {t}, past the head"),
+            )));
+        }
+        // Both sides in key order: the records' keys it covers, and the
+        // index as stored. The first entry of the index that is not a
+        // record's key with its seq is named; else the first key missing.
+        let mut keys = walked
+            .keys
+            .iter()
+            .filter(|(_, s)| through.is_some_and(|t| *s <= t))
+            .peekable();
+        let mut wrong: Option<u64> = None;
+        let mut missing: Option<u64> = None;
         for pair in self.store.idempotency_scan() {
             let (k, v) = pair?;
             let seq = <[u8; 8]>::try_from(&v[..])
                 .map(u64::from_be_bytes)
                 .unwrap_or(u64::MAX);
-            index.insert(k.to_vec(), seq);
+            while let Some((_, s)) = keys.next_if(|(key, _)| key.as_slice() < &k[..]) {
+                missing = missing.or(Some(*s));
+            }
+            match keys.next_if(|(key, _)| key.as_slice() == &k[..]) {
+                Some((_, s)) if *s == seq => {}
+                _ => {
+                    wrong = Some(seq);
+                    break;
+                }
+            }
         }
-        if index != keys {
-            let seq = index
-                .iter()
-                .find(|(k, s)| keys.get(*k) != Some(s))
-                .map(|(_, s)| *s)
-                .or_else(|| {
-                    keys.iter()
-                        .find(|(k, _)| !index.contains_key(*k))
-                        .map(|(_, s)| *s)
-                })
-                .unwrap_or(0);
-            let d = Damage {
-                seq,
-                kind: DamageKind::IndexMismatch,
-                detail: "the idempotency index disagrees with the records".into(),
-            };
-            return Ok(report(count, d));
+        if wrong.is_none() {
+            missing = missing.or(keys.next().map(|(_, s)| *s));
         }
-        Ok(VerifyReport {
-            records: count,
-            head: Some(head),
-            damage: None,
-        })
+        let Some(seq) = wrong.or(missing) else {
+            return Ok(None);
+        };
+        Ok(Some(Damage::new(
+            seq,
+            DamageKind::IndexMismatch,
+            "the idempotency index disagrees with the records",
+        )))
     }
 
     /// Appends already-sealed records (an import). The batch must continue
@@ -457,6 +562,9 @@ impl Ledger {
         batch: &[Sealed],
         index: &[(String, u64)],
     ) -> Result<Head> {
+        if !index.is_empty() {
+            self.ensure_index(expected)?;
+        }
         self.store.append(expected, batch, index)
     }
 
@@ -471,10 +579,23 @@ impl Ledger {
             )));
         }
         Ok(Ledger {
-            store: SledStore::open(&dir.join(STORE_DIR))?,
+            store: SledStore::create(dir)?,
             dir: dir.to_path_buf(),
             _lock: file,
         })
+    }
+}
+
+/// A verify report of storage the engine cannot read (an `Error::Damage`
+/// from the store); other errors (the environment's) stay errors.
+fn unreadable(e: Error, records: u64, seq: u64) -> Result<VerifyReport> {
+    match e {
+        Error::Damage(why) => Ok(VerifyReport {
+            records,
+            head: None,
+            damage: Some(Damage::new(seq, DamageKind::StorageUnreadable, why)),
+        }),
+        other => Err(other),
     }
 }
 
@@ -491,6 +612,8 @@ pub struct Batch<'a> {
     /// BLAKE3 of the payload).
     batch_keys: std::collections::HashMap<String, (usize, &'static str, [u8; 32])>,
     bytes_total: usize,
+    /// Whether the idempotency index was made current for this batch.
+    index_ready: bool,
 }
 
 impl Batch<'_> {
@@ -515,6 +638,10 @@ impl Batch<'_> {
                 };
                 self.out.push(a);
                 return Ok(a);
+            }
+            if !self.index_ready {
+                self.ledger.ensure_index(Some(self.head))?;
+                self.index_ready = true;
             }
             if let Some(seq) = self.ledger.store.idempotency_seq(key)? {
                 let original = self.ledger.read(seq)?;
@@ -568,6 +695,18 @@ impl Batch<'_> {
         self.sealed.len()
     }
 
+    /// Whether committing the batch now would seal the store's open tail
+    /// into segments (for the kill test).
+    #[doc(hidden)]
+    pub fn seals(&self) -> Result<bool> {
+        let lens: Vec<usize> = self
+            .sealed
+            .iter()
+            .map(|s| s.bytes.len() + chain::VALUE_PREFIX_BYTES)
+            .collect();
+        self.ledger.store.seals(self.head, &lens)
+    }
+
     /// Writes the batch in one transaction (CAS on the head) and flushes;
     /// returns the outcome of every pushed draft, in order.
     pub fn commit(self) -> Result<Vec<Appended>> {
@@ -591,11 +730,87 @@ fn idempotency_conflict(key: &str, seq: u64) -> Error {
 
 /// Verified records in seq order up to the head; ends at the first damage
 /// with an error.
+///
+/// Records are read a batch at a time; each record's own checks (its link
+/// hash and its canonical decode, which depend on nothing before it) run
+/// on every core, and the links are then joined in order as the records
+/// are handed out (`Walker::join`): the same checks, in the same order, as
+/// `Walker::step` one record at a time.
 pub struct Records<'a> {
-    inner: Box<dyn Iterator<Item = Result<crate::log::store::RawPair>> + 'a>,
+    inner: RecordScan<'a>,
     walker: Walker,
     head: Head,
     done: bool,
+    threads: usize,
+    /// Checked records not handed out yet.
+    ready: std::collections::VecDeque<(crate::log::store::Bytes, Checked<Decoded>)>,
+    /// How the scan ended after `ready`, once it has.
+    end: Option<Result<Option<Damage>>>,
+}
+
+/// Records read and checked per batch.
+const READ_BATCH_RECORDS: usize = 2048;
+
+impl Records<'_> {
+    /// Reads and checks the next batch of records (at most up to the head).
+    fn fill(&mut self) {
+        let want = (self.head.seq + 1 - self.walker.next_seq()).min(READ_BATCH_RECORDS as u64);
+        let mut batch = Vec::with_capacity(want as usize);
+        while (batch.len() as u64) < want {
+            match self.inner.next() {
+                None => {
+                    self.end = Some(Ok(None));
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.end = Some(Err(e));
+                    break;
+                }
+                Some(Ok(Scanned::Damage(d))) => {
+                    self.end = Some(Ok(Some(d)));
+                    break;
+                }
+                Some(Ok(Scanned::Record { key, value })) => batch.push((key, value)),
+            }
+        }
+        let checked = scan::check_batch(&batch, self.threads, |d| d);
+        self.ready
+            .extend(batch.into_iter().map(|(k, _)| k).zip(checked));
+    }
+
+    fn step(&mut self) -> Result<Verified> {
+        if self.ready.is_empty() && self.end.is_none() {
+            self.fill();
+        }
+        let Some((key, c)) = self.ready.pop_front() else {
+            return match self.end.take() {
+                Some(Err(e)) => Err(e),
+                Some(Ok(Some(d))) => Err(Error::Damage(format!("{d}; run verify"))),
+                _ => Err(Error::Damage(format!(
+                    "seq {}: truncated: the log ends before the head {}",
+                    self.walker.next_seq(),
+                    self.head.seq
+                ))),
+            };
+        };
+        let link = c.own.as_ref().ok().copied();
+        let decoded = self
+            .walker
+            .join(&key, c.own, c.decoded)
+            .map_err(|d| Error::Damage(d.to_string()))?;
+        let (prev, hash) = link.expect("a joined record passed its own checks");
+        if decoded.record.seq == self.head.seq && hash != self.head.hash {
+            return Err(Error::Damage(format!(
+                "seq {}: head_mismatch: run verify",
+                self.head.seq
+            )));
+        }
+        Ok(Verified {
+            prev,
+            hash,
+            decoded,
+        })
+    }
 }
 
 impl Iterator for Records<'_> {
@@ -605,28 +820,7 @@ impl Iterator for Records<'_> {
         if self.done || self.walker.next_seq() > self.head.seq {
             return None;
         }
-        let item = match self.inner.next() {
-            None => Err(Error::Damage(format!(
-                "seq {}: truncated: the log ends before the head {}",
-                self.walker.next_seq(),
-                self.head.seq
-            ))),
-            Some(Err(e)) => Err(e),
-            Some(Ok((k, v))) => self
-                .walker
-                .step(&k, &v)
-                .map_err(|d| Error::Damage(d.to_string())),
-        };
-        let item = item.and_then(|v| {
-            if v.decoded.record.seq == self.head.seq && v.hash != self.head.hash {
-                Err(Error::Damage(format!(
-                    "seq {}: head_mismatch: run verify",
-                    self.head.seq
-                )))
-            } else {
-                Ok(v)
-            }
-        });
+        let item = self.step();
         if item.is_err() {
             self.done = true;
         }

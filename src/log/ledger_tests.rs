@@ -520,3 +520,179 @@ fn shared_ledger() -> (std::sync::Arc<tempfile::TempDir>, std::sync::Arc<Ledger>
         c.clone().unwrap()
     })
 }
+
+#[test]
+fn parallel_and_single_core_verification_report_the_same_damage() {
+    let (_t, l) = ledger_with(3_000, 250);
+    assert_eq!(l.verify_with(1).unwrap(), l.verify_with(4).unwrap());
+    for seq in [0u64, 1, 777, 1_500, 2_999, 3_000] {
+        let original = raw_value(&l, seq);
+        for at in [0usize, 40, original.len() - 1] {
+            let mut v = original.clone();
+            v[at] ^= 0x40;
+            l.store()
+                .damage_put(DamageTree::Records, &seq.to_be_bytes(), &v)
+                .unwrap();
+            let one = l.verify_with(1).unwrap();
+            let many = l.verify_with(4).unwrap();
+            assert_eq!(one, many, "seq {seq} byte {at}");
+            assert_eq!(one.damage.unwrap().seq, seq);
+        }
+        l.store()
+            .damage_put(DamageTree::Records, &seq.to_be_bytes(), &original)
+            .unwrap();
+    }
+    assert!(l.verify_with(3).unwrap().ok());
+}
+
+#[test]
+fn the_index_catches_up_after_appends_that_did_not_open_it() {
+    let (t, l) = ledger_with(5, 5);
+    l.append(&[keyed("a", "ka")], 10).unwrap();
+    drop(l);
+    // appends without keys do not open the index: it lags
+    let l = Ledger::open(&t.path().join("l"), WAIT).unwrap();
+    l.append(&[note("x"), note("y")], 11).unwrap();
+    let head = l.head().unwrap();
+    drop(l);
+    let l = Ledger::open(&t.path().join("l"), WAIT).unwrap();
+    assert_eq!(l.store().index_through(Some(head)).unwrap(), Some(6));
+    assert!(l.verify().unwrap().ok(), "a lagging index is not damage");
+    // a keyed append catches it up first: the old key is found
+    let again = l.append(&[keyed("a", "ka"), keyed("b", "kb")], 12).unwrap();
+    assert_eq!((again[0].seq, again[0].appended), (6, false));
+    assert!(again[1].appended);
+    assert_eq!(
+        l.store().index_through(Some(l.head().unwrap())).unwrap(),
+        Some(9)
+    );
+    assert!(l.verify().unwrap().ok());
+    // an index past the head is damage
+    l.store().index_add(&[], 50).unwrap();
+    assert_eq!(damage_of(&l).1, DamageKind::IndexMismatch);
+}
+
+#[test]
+fn records_lost_by_the_store_below_the_witness_are_damage() {
+    let (_t, l) = ledger_with(10, 1);
+    let head = l.head().unwrap();
+    let before = l.read(9).unwrap();
+    // what sled's recovery leaves when it drops a log tail: the last record
+    // and the head update gone, the rest consistent
+    l.store()
+        .damage_remove(DamageTree::Records, &10u64.to_be_bytes())
+        .unwrap();
+    let rolled = Head {
+        seq: 9,
+        hash: before.hash,
+    };
+    l.store()
+        .damage_put(DamageTree::Meta, DAMAGE_HEAD_KEY, &rolled.to_bytes())
+        .unwrap();
+    assert_eq!(damage_of(&l), (10, DamageKind::Truncated));
+    assert!(matches!(l.head(), Err(Error::Damage(_))));
+    assert!(matches!(l.records(), Err(Error::Damage(_))));
+    assert_ne!(rolled, head);
+}
+
+#[test]
+fn a_wrong_open_tail_summary_is_damage() {
+    let (_t, l) = ledger_with(10, 3);
+    l.store()
+        .damage_put(DamageTree::Meta, b"tail", &[0u8; 16])
+        .unwrap();
+    assert_eq!(damage_of(&l).1, DamageKind::IndexMismatch);
+    l.store()
+        .damage_put(DamageTree::Meta, b"tail", b"short")
+        .unwrap();
+    assert_eq!(damage_of(&l).1, DamageKind::IndexMismatch);
+}
+
+#[test]
+fn a_layout_1_ledger_is_read_and_migrated_by_export_and_import() {
+    let (t, l) = ledger_with(40, 7);
+    l.append(&[keyed("k", "key-1")], 99).unwrap();
+    let mut out = Vec::new();
+    crate::log::export::export_jsonl(&l, &mut out).unwrap();
+    drop(l);
+    // the same records as layout 1 wrote them
+    let old = t.path().join("old");
+    std::fs::create_dir_all(&old).unwrap();
+    {
+        let db = sled::Config::new().path(old.join("sled")).open().unwrap();
+        let records = db.open_tree("records").unwrap();
+        let meta = db.open_tree("meta").unwrap();
+        let keys = db.open_tree("idempotency").unwrap();
+        let mut head = None;
+        for line in String::from_utf8(out.clone()).unwrap().lines() {
+            let e: crate::log::export::ExportLine = serde_json::from_str(line).unwrap();
+            let mut v = hex::decode(&e.prev_hash).unwrap();
+            v.extend(hex::decode(&e.hash).unwrap());
+            v.extend(hex::decode(&e.record_hex).unwrap());
+            records.insert(e.seq.to_be_bytes(), v).unwrap();
+            if let Some(k) = e.idempotency_key {
+                keys.insert(k.as_bytes(), &e.seq.to_be_bytes()).unwrap();
+            }
+            let mut h = [0u8; 32];
+            hex::decode_to_slice(&e.hash, &mut h).unwrap();
+            head = Some(Head {
+                seq: e.seq,
+                hash: h,
+            });
+        }
+        meta.insert(b"head", &head.unwrap().to_bytes()[..]).unwrap();
+        db.flush().unwrap();
+    }
+    let legacy = Ledger::open(&old, WAIT).unwrap();
+    assert_eq!(legacy.layout(), Layout::Records);
+    assert!(legacy.verify().unwrap().ok());
+    let mut again = Vec::new();
+    crate::log::export::export_jsonl(&legacy, &mut again).unwrap();
+    assert_eq!(again, out, "layout 1 exports byte-identically");
+    let e = legacy.append(&[note("x")], 100).unwrap_err();
+    assert!(
+        matches!(e, Error::Input(ref m) if m.contains("import")),
+        "{e}"
+    );
+    // the migration: import the export
+    let new = t.path().join("new");
+    crate::log::export::import_jsonl(&mut again.as_slice(), "mem", &new, WAIT).unwrap();
+    let migrated = Ledger::open(&new, WAIT).unwrap();
+    assert_eq!(migrated.layout(), Layout::Segments);
+    let mut third = Vec::new();
+    crate::log::export::export_jsonl(&migrated, &mut third).unwrap();
+    assert_eq!(third, out);
+    assert!(!migrated.append(&[keyed("k", "key-1")], 101).unwrap()[0].appended);
+}
+
+#[test]
+fn an_unreadable_store_item_is_storage_unreadable_damage_at_its_first_seq() {
+    let (_t, l) = ledger_with(30, 10);
+    // a segment whose framing claims more records than it holds
+    let items: Vec<(u64, usize)> = l
+        .store()
+        .items(0)
+        .map(|i| {
+            let i = i.unwrap();
+            (i.first().unwrap(), i.bytes.len())
+        })
+        .collect();
+    let (first, _) = items[1];
+    let mut seg = l
+        .store()
+        .items(first)
+        .next()
+        .unwrap()
+        .unwrap()
+        .bytes
+        .to_vec();
+    seg[..4].copy_from_slice(&1000u32.to_be_bytes());
+    l.store()
+        .damage_put_item(&first.to_be_bytes(), Some(&seg))
+        .unwrap();
+    let d = l.verify().unwrap().damage.unwrap();
+    assert_eq!(d.kind, DamageKind::StorageUnreadable);
+    let next = items[2].0;
+    assert_eq!(d.seq, next, "{d}");
+    assert!(l.read(first).is_ok());
+}

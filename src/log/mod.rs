@@ -11,5 +11,7 @@ pub mod export;
 pub mod guard;
 pub mod ledger;
 pub mod record;
+pub(crate) mod scan;
+pub mod segment;
 pub mod store;
 pub mod tlog;

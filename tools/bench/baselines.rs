@@ -244,3 +244,60 @@ pub fn usage_record_bytes() -> (usize, usize) {
     let payload = encode_payload(&drafts(1)[0].event).expect("payload").len();
     (s.bytes.len(), payload)
 }
+
+fn raw_sled(dir: &Path) -> sled::Db {
+    sled::Config::new()
+        .path(dir)
+        .mode(sled::Mode::HighThroughput)
+        .cache_capacity(benchledger::log::store::SLED_CACHE_BYTES)
+        .open()
+        .expect("sled")
+}
+
+/// A raw sled database of `items` values of `bytes` bytes in one tree.
+pub fn sled_build(dir: &Path, items: usize, bytes: usize) {
+    let db = raw_sled(dir);
+    let t = db.open_tree("items").expect("tree");
+    let v = vec![0x5au8; bytes];
+    for i in 0..items as u64 {
+        t.insert(i.to_be_bytes(), &v[..]).expect("insert");
+        if i % 1000 == 999 {
+            db.flush().expect("flush");
+        }
+    }
+    db.flush().expect("flush");
+}
+
+/// sled's open of `dir` in this (fresh) process.
+pub fn sled_open(dir: &Path) -> serde_json::Value {
+    let t = Instant::now();
+    let db = raw_sled(dir);
+    let tree = db.open_tree("items").expect("tree");
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    drop(tree);
+    drop(db);
+    serde_json::json!({ "open_ms": open_ms })
+}
+
+/// Every value of `dir`, by sled's iterator or by `get` of each key; the
+/// time and the peak RSS of the scan.
+pub fn sled_scan(dir: &Path, how: &str) -> serde_json::Value {
+    let db = raw_sled(dir);
+    let tree = db.open_tree("items").expect("tree");
+    reset_peak_rss();
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    if how == "iter" {
+        for kv in tree.iter() {
+            bytes += kv.expect("read").1.len();
+        }
+    } else {
+        let mut i = 0u64;
+        while let Some(v) = tree.get(i.to_be_bytes()).expect("read") {
+            bytes += v.len();
+            i += 1;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    serde_json::json!({ "secs": secs, "bytes": bytes, "rss_kib": vm_hwm_kib() })
+}

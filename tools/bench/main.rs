@@ -6,6 +6,8 @@
 //!     cargo bench -p benchledger-bench -- replay cli                # some sections
 //!
 //! Sections: `ingest` (durable batched ingest vs raw sled vs SQLite WAL),
+//! `sled` (raw sled's open and scan by item size: what chose the store's
+//! layout), `open` (`Ledger::open` at each scale),
 //! `cli` (one durable append through the CLI vs process start + one fsync),
 //! `verify` (records/s vs raw BLAKE3 over the same bytes), `replay` (every
 //! projection at 15k, 150k and 1.5M events, peak RSS of a child per scale),
@@ -40,7 +42,7 @@ use util::{child, emit, median, mib, percentile, si, vm_hwm_kib};
 
 /// Bumped whenever the generator's output changes: older kept ledgers are
 /// regenerated.
-const GEN_VERSION: u32 = 1;
+const GEN_VERSION: u32 = 2;
 const LOCK: Duration = Duration::from_secs(30);
 
 struct Opts {
@@ -89,13 +91,20 @@ fn main() {
     );
     let want = |s: &str| opts.sections.is_empty() || opts.sections.iter().any(|x| x == s);
     let t = Instant::now();
-    let ledgers = if want("replay") || want("cli") || want("verify") || want("decide") {
-        ensure_ledgers(&opts)
-    } else {
-        Vec::new()
-    };
+    let ledgers =
+        if want("replay") || want("cli") || want("verify") || want("decide") || want("open") {
+            ensure_ledgers(&opts)
+        } else {
+            Vec::new()
+        };
     if want("ingest") {
         results.insert("ingest".into(), section_ingest(&opts));
+    }
+    if want("sled") {
+        results.insert("sled".into(), section_sled(&opts));
+    }
+    if want("open") {
+        results.insert("open".into(), section_open(&opts, &ledgers));
     }
     if want("cli") {
         results.insert(
@@ -136,7 +145,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: ledger [ingest|cli|verify|replay|decide]... [--work DIR] [--fresh] [--rows N] [--batch B] \
+        "usage: ledger [ingest|sled|open|cli|verify|replay|decide|crash]... [--work DIR] [--fresh] [--rows N] [--batch B] \
          [--rounds R] [--runs K] [--scales 15k,150k,1.5m] [--bin BENCHLEDGER]"
     );
     std::process::exit(2);
@@ -470,6 +479,107 @@ fn section_cli(opts: &Opts, g: &Generated) -> Value {
             "cli_p50": c50, "cli_p99": c99, "floor_p50": f50, "floor_p99": f99, "ratio_p50": c50 / f50, "parts": parts })
 }
 
+/// `Ledger::open` for one append on each generated ledger, in fresh
+/// processes: it must not grow with the ledger (issue 22).
+fn section_open(opts: &Opts, ledgers: &[Generated]) -> Value {
+    println!("## `Ledger::open` by ledger size\n");
+    println!(
+        "`Ledger::open` (lock, head witness, sled's recovery of `sled/`; the index is not opened), then `head()` \
+         (the head record's link and the witness), then drop; {} fresh processes per ledger, median.\n",
+        opts.runs.min(9)
+    );
+    println!("| scale | events | open | head check | drop |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut out = Vec::new();
+    for g in ledgers {
+        let runs: Vec<Value> = (0..opts.runs.min(9))
+            .map(|_| child(&["open", &g.dir.display().to_string()]))
+            .collect();
+        let med = |k: &str| {
+            median(
+                &runs
+                    .iter()
+                    .map(|v| v[k].as_f64().unwrap_or(0.0))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        println!(
+            "| {} | {} | {:.1} ms | {:.2} ms | {:.1} ms |",
+            g.scale.name,
+            g.events,
+            med("open_ms"),
+            med("head_ms"),
+            med("drop_ms")
+        );
+        out.push(
+            json!({ "scale": g.scale.name, "events": g.events, "open_ms": med("open_ms"),
+                         "head_ms": med("head_ms"), "drop_ms": med("drop_ms"), "runs": runs }),
+        );
+    }
+    println!();
+    json!(out)
+}
+
+/// sled 0.34's own cost per item, measured on raw sled databases of about
+/// the same bytes held as many small items or as few large ones: what
+/// chose the store's layout (segments of at most 7 KiB, read by `get`).
+fn section_sled(opts: &Opts) -> Value {
+    println!("## sled 0.34 by item size\n");
+    let total = if opts.smoke { 2_000_000 } else { 80_000_000 };
+    let configs: [(usize, &str); 4] = [
+        (512, "one record per item (layout 1)"),
+        (7_000, "a segment of at most 7 KiB per item (layout 2)"),
+        (
+            64_000,
+            "a segment of at most 64 KiB per item (leaves become blob files)",
+        ),
+        (512 * 100, "100x fewer items of 100x the size"),
+    ];
+    println!(
+        "Raw sled databases of about {} MB each (plain inserts, a flush per 1,000), then in fresh processes: \
+         `open` (median of 5) and a scan of every value by sled's iterator and by `get` of each key, with the \
+         scan's peak RSS. sled re-reads its whole active log segment at every open, blob files included, and \
+         its iterator keeps what it read alive.\n",
+        total / 1_000_000
+    );
+    println!("| items | item | what | open | iterator scan | its peak RSS | `get` scan | its peak RSS | blob files |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut out = Vec::new();
+    for (bytes, what) in configs {
+        let items = total / bytes;
+        let dir = opts.work.join(format!("sled-{bytes}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        child(&[
+            "sled-build",
+            &dir.display().to_string(),
+            &items.to_string(),
+            &bytes.to_string(),
+        ]);
+        let opens: Vec<f64> = (0..5)
+            .map(|_| {
+                child(&["sled-open", &dir.display().to_string()])["open_ms"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let iter = child(&["sled-scan", &dir.display().to_string(), "iter"]);
+        let get = child(&["sled-scan", &dir.display().to_string(), "get"]);
+        let blobs = std::fs::read_dir(dir.join("blobs")).map_or(0, |d| d.count());
+        println!(
+            "| {items} | {bytes} B | {what} | {:.1} ms | {:.3} s | {:.0} MiB | {:.3} s | {:.0} MiB | {blobs} |",
+            median(&opens),
+            iter["secs"].as_f64().unwrap_or(0.0),
+            mib(iter["rss_kib"].as_u64().unwrap_or(0)),
+            get["secs"].as_f64().unwrap_or(0.0),
+            mib(get["rss_kib"].as_u64().unwrap_or(0)),
+        );
+        out.push(json!({ "items": items, "bytes": bytes, "open_ms": opens, "iter": iter, "get": get, "blobs": blobs }));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!();
+    json!(out)
+}
+
 fn spawn_timed(bin: &Path, args: &[&str]) -> f64 {
     let t = Instant::now();
     let st = Command::new(bin)
@@ -504,11 +614,15 @@ fn section_verify(opts: &Opts, g: &Generated) -> Value {
     for (k, what) in [
         (
             "verify_secs",
-            "`Ledger::verify` (scan, link, decode + re-encode, index check)",
+            "`Ledger::verify` on every core (scan, link, decode + re-encode, open-tail and index checks)",
+        ),
+        (
+            "verify_one_core_secs",
+            "`Ledger::verify_with(1)`: the same on one core",
         ),
         (
             "scan_secs",
-            "part: sled scan of every stored value (copied out)",
+            "part: store scan of every stored value (one sled `get` per segment, values copied out)",
         ),
         (
             "walk_secs",
@@ -542,15 +656,19 @@ fn section_verify(opts: &Opts, g: &Generated) -> Value {
         );
     }
     let ratio = rate("verify_secs") / rate("blake3_secs");
+    let one_ratio = rate("verify_one_core_secs") / rate("blake3_secs");
     let verify_rate = rate("verify_secs");
     println!(
-        "\nverify = **{} records/s** (target >= 1M) = **{ratio:.2}x raw BLAKE3** (target >= 0.5); peak RSS {:.0} MiB\n",
+        "\nverify = **{} records/s** on {} cores, **{} records/s** on one (target >= 1M on one) = **{ratio:.2}x** / **{one_ratio:.2}x raw BLAKE3** (target >= 0.5); peak RSS {:.0} MiB\n",
         si(rate("verify_secs")),
+        v["threads"].as_u64().unwrap_or(0),
+        si(rate("verify_one_core_secs")),
         mib(v["rss_kib"].as_u64().unwrap_or(0))
     );
     let mut v = v;
     v["records_per_sec"] = json!(verify_rate);
     v["ratio_to_blake3"] = json!(ratio);
+    v["one_core_ratio_to_blake3"] = json!(one_ratio);
     v
 }
 
@@ -883,6 +1001,28 @@ fn run_child(args: &[String]) {
             );
         }
         ["verify", dir] => emit(child_verify(Path::new(dir))),
+        ["open", dir] => {
+            let t = Instant::now();
+            let ledger = Ledger::open(Path::new(dir), LOCK).expect("open");
+            let open_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            ledger.head().expect("head");
+            let head_ms = t.elapsed().as_secs_f64() * 1e3;
+            let t = Instant::now();
+            drop(ledger);
+            let drop_ms = t.elapsed().as_secs_f64() * 1e3;
+            emit(json!({ "open_ms": open_ms, "head_ms": head_ms, "drop_ms": drop_ms }));
+        }
+        ["sled-build", dir, items, bytes] => {
+            baselines::sled_build(
+                Path::new(dir),
+                items.parse().expect("n"),
+                bytes.parse().expect("b"),
+            );
+            emit(json!({}));
+        }
+        ["sled-open", dir] => emit(baselines::sled_open(Path::new(dir))),
+        ["sled-scan", dir, how] => emit(baselines::sled_scan(Path::new(dir), how)),
         ["crash-writer", dir, seed] => {
             use std::io::Write;
             let mut x: u64 = seed.parse().expect("seed");
@@ -1057,6 +1197,10 @@ fn child_verify(dir: &Path) -> Value {
     let t = Instant::now();
     let report = ledger.verify().expect("verify");
     let verify_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let one = ledger.verify_with(1).expect("verify");
+    let verify_one_core_secs = t.elapsed().as_secs_f64();
+    assert_eq!(one, report, "one core and every core verify alike");
     assert!(
         report.ok(),
         "the generated ledger verifies: {:?}",
@@ -1118,7 +1262,8 @@ fn child_verify(dir: &Path) -> Value {
     std::hint::black_box(acc);
     json!({
         "records": report.records, "value_bytes": value_bytes, "open_secs": open_secs,
-        "verify_secs": verify_secs, "scan_secs": scan_secs, "blake3_secs": blake3_secs,
+        "verify_secs": verify_secs, "verify_one_core_secs": verify_one_core_secs, "scan_secs": scan_secs,
+        "threads": std::thread::available_parallelism().map_or(1, |n| n.get()), "blake3_secs": blake3_secs,
         "link_secs": link_secs, "decode_secs": decode_secs, "walk_secs": walk_secs, "rss_kib": rss_kib,
         "header_decode_secs": header_decode_secs, "header_encode_secs": header_encode_secs,
     })
