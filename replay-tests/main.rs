@@ -451,7 +451,7 @@ mod corpus {
         }
         let mut rec = v.decoded.record.clone();
         rec.payload = benchledger::log::codec::encode_payload(&Event::GroupSealed(s)).unwrap();
-        let forged = benchledger::log::chain::Sealed::new(v.prev, seq, rec.encode());
+        let forged = benchledger::log::chain::Sealed::new(v.prev, seq, rec.encode().unwrap());
         ledger
             .store()
             .damage_put(

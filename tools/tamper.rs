@@ -227,7 +227,10 @@ impl Harness {
                 };
                 d.record.payload =
                     benchledger::log::codec::encode_payload(&event).expect("encode payload");
-                let bytes = d.record.encode();
+                let bytes = d
+                    .record
+                    .encode()
+                    .expect("a tamper note is within the limit");
                 let hash = link_hash(&prev, seq, &bytes);
                 let mut v = Vec::with_capacity(VALUE_PREFIX_BYTES + bytes.len());
                 v.extend_from_slice(&prev);

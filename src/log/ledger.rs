@@ -151,7 +151,7 @@ fn encode_draft(d: &Draft, payload: Vec<u8>, seq: u64, now_ns: u64) -> Result<Ve
         idempotency_key: d.idempotency_key.clone(),
         payload,
     }
-    .encode();
+    .encode()?;
     record::check_size(seq, d.event.kind(), bytes.len())?;
     Ok(bytes)
 }

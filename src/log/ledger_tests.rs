@@ -175,6 +175,7 @@ fn record_at_size_limit_is_stored_and_one_past_is_refused() {
         .unwrap(),
     }
     .encode()
+    .unwrap()
     .len();
     let fits = crate::limits::RECORD_BYTES_MAX - overhead;
     l.append(&[note(&"y".repeat(fits))], 5).unwrap();
@@ -262,7 +263,7 @@ fn rewritten_record_with_recomputed_hash_is_named() {
     let v = l.read(5).unwrap();
     let mut r = v.decoded.record.clone();
     r.actor = "mallory".into();
-    let forged = Sealed::new(v.prev, 5, r.encode());
+    let forged = Sealed::new(v.prev, 5, r.encode().unwrap());
     l.store()
         .damage_put(DamageTree::Records, &5u64.to_be_bytes(), &forged.value())
         .unwrap();
@@ -287,7 +288,7 @@ fn torn_tail_is_distinct_from_corruption() {
         }))
         .unwrap(),
     };
-    let s = Sealed::new(head.hash, head.seq + 1, r.encode());
+    let s = Sealed::new(head.hash, head.seq + 1, r.encode().unwrap());
     l.store()
         .damage_put(DamageTree::Records, &s.seq.to_be_bytes(), &s.value())
         .unwrap();

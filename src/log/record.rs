@@ -55,11 +55,16 @@ pub enum RecordError {
 }
 
 impl Record {
-    /// Canonical bytes of this record.
-    pub fn encode(&self) -> Vec<u8> {
-        // A record is a struct of integers, strings and bytes: encoding only
-        // fails past the size limit, which `check_size` reports separately.
-        codec::encode(self).unwrap_or_default()
+    /// Canonical bytes of this record; a record whose encoding would pass
+    /// `RECORD_BYTES_MAX` is refused (the codec stops at the limit, so its
+    /// length cannot be checked afterwards).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        codec::encode(self).map_err(|_| {
+            Error::input(format!(
+                "record {} ({}) is over the limit of {RECORD_BYTES_MAX} bytes",
+                self.seq, self.kind
+            ))
+        })
     }
 
     /// Decodes record bytes and its payload; both must be canonical.
@@ -170,10 +175,10 @@ mod tests {
     #[test]
     fn encode_decode_is_identity() {
         let r = note(3);
-        let bytes = r.encode();
+        let bytes = r.encode().unwrap();
         let d = Record::decode(&bytes).unwrap();
         assert_eq!(d.record, r);
-        assert_eq!(d.record.encode(), bytes);
+        assert_eq!(d.record.encode().unwrap(), bytes);
     }
 
     #[test]
@@ -202,7 +207,7 @@ mod tests {
                 idempotency_key: key,
                 payload,
             };
-            let bytes = record.encode();
+            let bytes = record.encode().unwrap();
             assert_eq!(Record::decode(&bytes).unwrap().event, event);
             // Mutations of the header (the payload's were covered above).
             let header = bytes.len() - record.payload.len();
@@ -222,7 +227,10 @@ mod tests {
     fn unknown_format_is_refused() {
         let mut r = note(3);
         r.format = 2;
-        assert_eq!(Record::decode(&r.encode()), Err(RecordError::Format(2)));
+        assert_eq!(
+            Record::decode(&r.encode().unwrap()),
+            Err(RecordError::Format(2))
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn record(seq: u64, text: &str) -> Vec<u8> {
         payload: crate::log::codec::encode_payload(&event).unwrap(),
     }
     .encode()
+    .unwrap()
 }
 
 fn sealed_chain(from: u64, prev: Hash, n: usize) -> Vec<Sealed> {

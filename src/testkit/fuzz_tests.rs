@@ -702,7 +702,7 @@ fn record_target(data: &[u8]) -> String {
     let sig = match Record::decode(data) {
         Ok(d) => {
             assert_eq!(
-                d.record.encode(),
+                d.record.encode().unwrap(),
                 data,
                 "a decoded record re-encodes to its bytes"
             );

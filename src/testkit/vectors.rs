@@ -476,7 +476,13 @@ pub fn chain() -> Vec<Verified> {
     let mut out = Vec::new();
     for (seq, (event, key)) in example_events().into_iter().enumerate() {
         let seq = seq as u64;
-        let sealed = Sealed::new(prev, seq, record(seq, &event, key).encode());
+        let sealed = Sealed::new(
+            prev,
+            seq,
+            record(seq, &event, key)
+                .encode()
+                .expect("vector records are within the limit"),
+        );
         prev = sealed.hash;
         out.push(
             walker
@@ -541,12 +547,21 @@ pub fn must_fail() -> Vec<MustFail> {
     let g = &c[0];
     let n = &c[1];
     let note_record = n.decoded.record.clone();
-    let resealed = |r: &Record| Sealed::new(g.hash, 1, r.encode()).value();
+    let resealed = |r: &Record| {
+        Sealed::new(
+            g.hash,
+            1,
+            r.encode().expect("vector records are within the limit"),
+        )
+        .value()
+    };
     let plain = Sealed {
         seq: 1,
         prev: g.hash,
         hash: n.hash,
-        bytes: note_record.encode(),
+        bytes: note_record
+            .encode()
+            .expect("vector records are within the limit"),
     }
     .value();
     let mut out = Vec::new();
@@ -588,7 +603,9 @@ pub fn must_fail() -> Vec<MustFail> {
         1,
     ));
 
-    let mut bytes = note_record.encode();
+    let mut bytes = note_record
+        .encode()
+        .expect("vector records are within the limit");
     bytes.push(0);
     out.push(case(
         "a trailing byte after the record (hash recomputed)",
@@ -636,7 +653,9 @@ pub fn must_fail() -> Vec<MustFail> {
         1,
     ));
 
-    let mut bytes = note_record.encode();
+    let mut bytes = note_record
+        .encode()
+        .expect("vector records are within the limit");
     // The actor string starts after format (2), seq (8), time (8) and its
     // length (8): make its first byte invalid utf-8.
     bytes[26] = 0xff;
@@ -699,7 +718,12 @@ pub fn must_fail() -> Vec<MustFail> {
         0,
         ZERO_HASH,
         0,
-        Sealed::new(ZERO_HASH, 0, r.encode()).value(),
+        Sealed::new(
+            ZERO_HASH,
+            0,
+            r.encode().expect("vector records are within the limit"),
+        )
+        .value(),
         DamageKind::BadGenesis,
         0,
     ));
@@ -718,14 +742,18 @@ pub fn must_fail() -> Vec<MustFail> {
 
     let mut r = note_record.clone();
     r.actor = "operator:mallory".into();
-    let rewritten = Sealed::new(g.hash, 1, r.encode());
+    let rewritten = Sealed::new(
+        g.hash,
+        1,
+        r.encode().expect("vector records are within the limit"),
+    );
     // The walker holds the rewritten record's hash; the successor committed
     // to the original one.
     let successor = Sealed::new(n.hash, 2, {
         let mut s = note_record.clone();
         s.seq = 2;
         s.idempotency_key = None;
-        s.encode()
+        s.encode().expect("vector records are within the limit")
     });
     out.push(case(
         "record 1 rewritten with a recomputed hash; record 2 still links to the original",
