@@ -13,3 +13,4 @@ pub mod ledger;
 pub mod record;
 pub mod store;
 pub mod tlog;
+pub mod tree;

@@ -11,4 +11,5 @@ pub mod freeze;
 pub mod lineage;
 pub mod projections;
 pub mod trial_config;
+pub mod trust;
 pub mod verdict;
