@@ -28,8 +28,24 @@ pub enum GroupCommand {
     /// Attest the group's verdict, final from then on (VERDICT-4): refused
     /// while a case is not terminal, before a cleanup audit after the close,
     /// or while requests are pending inside the settlement grace (CASE-9,
-    /// SETTLE-8).
-    Seal(GroupArg),
+    /// SETTLE-8). Then appends a checkpoint of the log up to the seal
+    /// (TRUST-1), signed with --key, which must be one of the lineage's
+    /// frozen operator keys (TRUST-3).
+    Seal(SealArgs),
+}
+
+/// Arguments of `group seal`.
+#[derive(Debug, Args)]
+pub struct SealArgs {
+    /// The group (`LINEAGE/GROUP` or `GROUP`).
+    pub group: String,
+    /// Sign the seal's checkpoint with this operator key file (one of the
+    /// frozen `[signers] operators`); unsigned without it.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<std::path::PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `group open`.
@@ -70,7 +86,7 @@ pub struct GroupArg {
 /// `group open | close`.
 pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Result<ExitCode> {
     if let GroupCommand::Seal(a) = cmd {
-        return run_seal(cli, &a.group, a.json, wait);
+        return run_seal(cli, a, wait);
     }
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let (done, json_out, what) = match cmd {
@@ -113,45 +129,65 @@ pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// `group seal`.
-pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow::Result<ExitCode> {
+/// `group seal [--key FILE]`: the verdict, its consequences and the
+/// checkpoint of the log up to them, in one atomic append.
+pub fn run_seal(cli: &Cli, a: &SealArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let key = a
+        .key
+        .as_deref()
+        .map(crate::cli::trust::read_signer_key)
+        .transpose()?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
-    let (lineage, group) = parse_group(spec);
-    let mut sealed: Option<(String, Vec<String>)> = None;
-    let done = decide_scanning(cli, &ledger, |s| {
-        let events = crate::method::decide::seal(s, lineage.as_deref(), &group, now_utc_ns())?;
-        if let Some(Event::GroupSealed(g)) = events.first() {
-            sealed = Some((
-                g.status.clone(),
-                g.rows
-                    .iter()
-                    .filter(|r| !r.holds)
-                    .map(|r| r.gate.clone())
-                    .collect(),
-            ));
-        }
-        Ok(events)
-    })?;
-    let (status, failing) = sealed.unwrap_or_default();
-    if as_json {
+    let (lineage, group) = parse_group(&a.group);
+    let now = now_utc_ns();
+    let state = crate::method::projections::replay_scanning(&ledger)?;
+    let events = crate::method::decide::seal(&state, lineage.as_deref(), &group, now)?;
+    if let Some(k) = &key {
+        crate::method::decide::seal_signer(&state, lineage.as_deref(), k)?;
+    }
+    let Some(Event::GroupSealed(sealed)) = events.first().cloned() else {
+        unreachable!("a seal starts with its verdict")
+    };
+    let failing: Vec<String> = sealed
+        .rows
+        .iter()
+        .filter(|r| !r.holds)
+        .map(|r| r.gate.clone())
+        .collect();
+    let (done, checkpoint) = crate::cli::trust::append_with_checkpoint(
+        &ledger,
+        &cli.actor,
+        now,
+        events,
+        &sealed.group,
+        key.as_ref(),
+    )?;
+    let seqs: Vec<u64> = done.iter().map(|d| d.seq).collect();
+    if a.json {
         print_json(&json!({
             "seq": done[0].seq,
             "hash": hex::encode(done[0].hash),
-            "status": status,
+            "status": sealed.status,
             "failing_rows": failing,
-            "appended": done.iter().map(|d| d.seq).collect::<Vec<_>>(),
+            "appended": seqs,
+            "checkpoint": {
+                "seq": seqs.last(),
+                "tree_size": checkpoint.size(),
+                "root": hex::encode(checkpoint.root()),
+                "signed_by": key.as_ref().map(|k| k.verifier().encode()),
+            },
         }))?;
     } else {
-        outln!("sealed {group} {status} at seq {}", done[0].seq)?;
+        outln!("sealed {group} {} at seq {}", sealed.status, done[0].seq)?;
         if !failing.is_empty() {
             outln!("failing rows: {}", failing.join(", "))?;
         }
-        if done.len() > 1 {
-            eprintln!(
-                "also appended seqs {:?} (control catalog / lineage stop)",
-                &done[1..].iter().map(|d| d.seq).collect::<Vec<_>>()
-            );
-        }
+        eprintln!(
+            "also appended seqs {:?} (control catalog / lineage stop, then the checkpoint of size {}{})",
+            &seqs[1..],
+            checkpoint.size(),
+            if key.is_some() { ", signed" } else { ", unsigned" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
