@@ -62,6 +62,11 @@ pub enum CheckpointCommand {
     /// computed from the verified log), append it as a checkpoint record
     /// and print the signed note (or write it to --out).
     Sign(CheckpointSignArgs),
+    /// Print a checkpoint the log records (as re-derived and checked from
+    /// the records before it): the signed note of the checkpoint record at
+    /// SEQ, by default the latest signed one (a seal's checkpoint, or
+    /// `checkpoint sign`'s).
+    Show(CheckpointShowArgs),
     /// Check a signed checkpoint: its signature (and any witness
     /// cosignature of a key the manifest lists), and that this ledger has
     /// that tree size and root. Exit 1 otherwise.
@@ -75,6 +80,19 @@ pub struct CheckpointSignArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     /// Write the signed note to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `checkpoint show`.
+#[derive(Debug, Args)]
+pub struct CheckpointShowArgs {
+    /// The seq of a checkpoint record (default: the latest signed one).
+    pub seq: Option<u64>,
+    /// Write the note to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Print one JSON document on stdout.
@@ -221,7 +239,61 @@ pub(crate) fn run_checkpoint(
     match cmd {
         CheckpointCommand::Sign(a) => run_sign(cli, a, wait),
         CheckpointCommand::Verify(a) => run_verify_note(cli, a, wait),
+        CheckpointCommand::Show(a) => run_show(cli, a, wait),
     }
+}
+
+fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let derived = tree::derive(&ledger)?;
+    let bad: Vec<u64> = derived.problems.iter().map(|p| p.seq).collect();
+    let found = match a.seq {
+        Some(seq) => derived.checkpoints.iter().find(|c| c.seq == seq),
+        None => derived
+            .checkpoints
+            .iter()
+            .rev()
+            .find(|c| c.record.note.is_some() && !bad.contains(&c.seq)),
+    }
+    .cloned();
+    derived.discard();
+    let Some(c) = found else {
+        return Err(BadUsage(match a.seq {
+            Some(seq) => format!("seq {seq} is not a checkpoint record"),
+            None => "this ledger records no signed checkpoint (`checkpoint sign --key FILE`, `group seal --key FILE`)".into(),
+        })
+        .into());
+    };
+    if bad.contains(&c.seq) {
+        return Err(check_failed(format!(
+            "the checkpoint record at seq {} does not hold: run verify",
+            c.seq
+        )));
+    }
+    let root: Hash = hex::decode(&c.record.root)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| check_failed(format!("seq {}: the root is not 64 hex digits", c.seq)))?;
+    let body = Checkpoint::new(&c.record.origin, c.record.tree_size, root)
+        .map_err(|e| Error::input(e.to_string()))?
+        .body();
+    let text = c.record.note.clone().unwrap_or(body);
+    if a.json {
+        print_json(&json!({
+            "seq": c.seq,
+            "tree_size": c.record.tree_size,
+            "root": c.record.root,
+            "signer": c.record.signer,
+            "sealed": c.record.sealed,
+            "note": c.record.note,
+        }))?;
+        if let Some(path) = &a.out {
+            emit(Some(path), &text)?;
+        }
+    } else {
+        emit(a.out.as_ref(), &text)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -342,36 +414,39 @@ fn note_checkpoint(path: &Path) -> anyhow::Result<(String, Checkpoint)> {
     Ok((note, cp))
 }
 
-/// The node cache, checked against signed roots: used when every root in
-/// `want` is the cache's; else derived afresh from the log; when the log
-/// itself gives another root, this ledger does not match the checkpoint.
-fn nodes_matching(ledger: &Ledger, want: &[(u64, Hash)]) -> anyhow::Result<NodeFile> {
-    let matches = |nodes: &NodeFile| -> anyhow::Result<Option<u64>> {
-        for (size, root) in want {
-            if *size > nodes.leaves()
-                || tree_root(nodes, *size).map_err(|e| Error::input(e.to_string()))? != *root
-            {
-                return Ok(Some(*size));
-            }
-        }
-        Ok(None)
-    };
+/// Runs `make` on the node cache; when what it makes does not check out
+/// against the signed roots (`Ok(Err(why))`: a stale or damaged cache, or
+/// a ledger that does not match), once more on the tree derived afresh
+/// from the verified log, whose answer stands (exit 1 when it is `why`).
+fn from_nodes<T>(
+    ledger: &Ledger,
+    make: impl Fn(&NodeFile) -> anyhow::Result<Result<T, String>>,
+) -> anyhow::Result<T> {
     let nodes = tree::synced(ledger)?;
-    if matches(&nodes)?.is_none() {
-        return Ok(nodes);
+    if let Ok(made) = make(&nodes)? {
+        return Ok(made);
     }
     drop(nodes);
     let nodes = tree::derive(ledger)?.install(ledger.dir())?;
-    match matches(&nodes)? {
-        None => Ok(nodes),
-        Some(size) if size > nodes.leaves() => Err(check_failed(format!(
-            "the checkpoint covers {size} records, this ledger has {}",
+    make(&nodes)?.map_err(check_failed)
+}
+
+/// Whether `nodes` has the checkpoint's root at its size.
+fn root_matches(nodes: &NodeFile, cp: &Checkpoint) -> anyhow::Result<Result<(), String>> {
+    if cp.size() > nodes.leaves() {
+        return Ok(Err(format!(
+            "the checkpoint covers {} records, this ledger has {}",
+            cp.size(),
             nodes.leaves()
-        ))),
-        Some(size) => Err(check_failed(format!(
-            "this ledger's root at size {size} differs from the checkpoint's: it does not extend it (run verify --against)"
-        ))),
+        )));
     }
+    if tree_root(nodes, cp.size()).map_err(|e| Error::input(e.to_string()))? != *cp.root() {
+        return Ok(Err(format!(
+            "this ledger's root at size {} differs from the checkpoint's: it does not extend it (run verify --against)",
+            cp.size()
+        )));
+    }
+    Ok(Ok(()))
 }
 
 fn check_origin(ledger: &Ledger, cp: &Checkpoint) -> anyhow::Result<()> {
@@ -400,13 +475,20 @@ pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow
                 ))
                 .into());
             }
-            let nodes = nodes_matching(&ledger, &[(cp.size(), *cp.root())])?;
             let link = ledger.read(a.seq)?.hash;
-            let hashes = prove_inclusion(&nodes, a.seq, cp.size())
-                .map_err(|e| Error::input(e.to_string()))?;
             let leaf = crate::log::tlog::record_leaf_hash(a.seq, &link);
-            verify_inclusion(&leaf, a.seq, cp.size(), &hashes, cp.root())
-                .map_err(|e| check_failed(format!("the proof does not verify: {e}")))?;
+            let hashes = from_nodes(&ledger, |nodes| {
+                if let Err(why) = root_matches(nodes, &cp)? {
+                    return Ok(Err(why));
+                }
+                let hashes = prove_inclusion(nodes, a.seq, cp.size())
+                    .map_err(|e| Error::input(e.to_string()))?;
+                Ok(
+                    verify_inclusion(&leaf, a.seq, cp.size(), &hashes, cp.root())
+                        .map(|()| hashes)
+                        .map_err(|e| format!("the proof does not verify: {e}")),
+                )
+            })?;
             let proof = InclusionProof::new(&note, a.seq, link, hashes)
                 .map_err(|e| Error::input(e.to_string()))?;
             emit(a.out.as_ref(), &proof.to_json())?;
@@ -424,12 +506,20 @@ pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow
                 ))
                 .into());
             }
-            let want = [(old.size(), *old.root()), (new.size(), *new.root())];
-            let nodes = nodes_matching(&ledger, &want)?;
-            let hashes = prove_consistency(&nodes, old.size(), new.size())
-                .map_err(|e| Error::input(e.to_string()))?;
-            verify_consistency(old.size(), new.size(), &hashes, old.root(), new.root())
-                .map_err(|e| check_failed(format!("the proof does not verify: {e}")))?;
+            let hashes = from_nodes(&ledger, |nodes| {
+                for cp in [&old, &new] {
+                    if let Err(why) = root_matches(nodes, cp)? {
+                        return Ok(Err(why));
+                    }
+                }
+                let hashes = prove_consistency(nodes, old.size(), new.size())
+                    .map_err(|e| Error::input(e.to_string()))?;
+                Ok(
+                    verify_consistency(old.size(), new.size(), &hashes, old.root(), new.root())
+                        .map(|()| hashes)
+                        .map_err(|e| format!("the proof does not verify: {e}")),
+                )
+            })?;
             let proof = ConsistencyProof::new(old.origin(), old.size(), new.size(), hashes)
                 .map_err(|e| Error::input(e.to_string()))?;
             emit(a.out.as_ref(), &proof.to_json())?;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::common::read_text;
@@ -11,7 +12,8 @@ use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::log::tlog::merkle::Hash;
 use crate::log::tlog::{
-    verify_checkpoint_note, Checkpoint, SignedNote, SignerKey, VerifiedCheckpoint, VerifierKey,
+    verify_checkpoint_note, Checkpoint, SignedNote, SignerKey, TlogError, VerifiedCheckpoint,
+    VerifierKey,
 };
 use crate::log::tree::{self, CacheCheck, Derived, Divergence};
 use crate::method::projections::State;
@@ -111,8 +113,14 @@ pub(crate) fn open_checkpoint(
         ))
         .into());
     };
-    let verified = verify_checkpoint_note(note, log, witnesses)
-        .map_err(|e| Error::Damage(format!("the checkpoint note does not verify: {e}")))?;
+    let verified = verify_checkpoint_note(note, log, witnesses).map_err(|e| match e {
+        TlogError::BadSignature { .. }
+        | TlogError::NoKnownSignature
+        | TlogError::RequiredKeyMissing { .. } => {
+            Error::Damage(format!("the checkpoint note does not verify: {e}"))
+        }
+        _ => Error::input(format!("not a checkpoint note: {e}")),
+    })?;
     if verified.checkpoint.origin() != origin {
         return Err(Error::Damage(format!(
             "the checkpoint names the log {:?}, this ledger is {origin:?}",
@@ -257,7 +265,7 @@ pub(crate) fn against(
     for path in notes {
         let note = read_note(path)?;
         let v = open_checkpoint(&note, logs, witnesses, &derived.origin)
-            .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))?;
+            .with_context(|| path.display().to_string())?;
         published.push((path.clone(), v));
     }
     let mut signed: Vec<(u64, Hash)> = published

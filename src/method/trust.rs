@@ -64,7 +64,18 @@ pub fn sign_sign_off(
     role: SignOffRole,
     key: &SignerKey,
 ) -> Result<ManifestSignedOffV2, String> {
-    let text = sign_off_text(&l.frozen.lineage, role, &l.frozen.manifest_blake3);
+    sign_manifest(&l.frozen.lineage, &l.frozen.manifest_blake3, role, key)
+}
+
+/// Signs the sign-off of `lineage`'s manifest `manifest_blake3` for `role`
+/// with `key`.
+pub fn sign_manifest(
+    lineage: &str,
+    manifest_blake3: &str,
+    role: SignOffRole,
+    key: &SignerKey,
+) -> Result<ManifestSignedOffV2, String> {
+    let text = sign_off_text(lineage, role, manifest_blake3);
     if key.kind() != KeyKind::Ed25519 {
         return Err(format!(
             "key {} is a {} key; a sign-off needs an ed25519 note key",
@@ -76,8 +87,8 @@ pub fn sign_sign_off(
     let parsed = SignedNote::parse(&note).map_err(|e| e.to_string())?;
     let line = &parsed.signatures()[0];
     Ok(ManifestSignedOffV2 {
-        lineage: l.frozen.lineage.clone(),
-        manifest_blake3: l.frozen.manifest_blake3.clone(),
+        lineage: lineage.to_string(),
+        manifest_blake3: manifest_blake3.to_string(),
         role,
         key_name: line.name.clone(),
         key_id: format!("{:08x}", line.key_id),

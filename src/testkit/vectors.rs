@@ -30,34 +30,20 @@ fn hex64(tag: &str) -> String {
 /// by anyone) and a checkpoint of every record before it, signed by the
 /// same key.
 pub fn example_events() -> Vec<(Event, Option<String>)> {
-    use crate::schema::events::{ManifestSignedOffV2, SignOffRole};
+    use crate::schema::events::SignOffRole;
     let mut events = events_before_trust();
     let Some((Event::ManifestFrozenV2(frozen), _)) = events.last() else {
         unreachable!("the v2 manifest closes the older kinds")
     };
-    let text = crate::method::trust::sign_off_text(
-        &frozen.lineage,
-        SignOffRole::Operator,
-        &frozen.manifest_blake3,
-    );
-    let lineage = frozen.lineage.clone();
-    let manifest_blake3 = frozen.manifest_blake3.clone();
     let alice = crate::testkit::examples::signer("alice");
-    let note = crate::log::tlog::sign_note(&text, &[&alice]).expect("example note signs");
-    let line = crate::log::tlog::SignedNote::parse(&note).expect("own note parses");
-    let line = &line.signatures()[0];
-    use base64::Engine as _;
-    events.push((
-        Event::ManifestSignedOffV2(ManifestSignedOffV2 {
-            lineage,
-            manifest_blake3,
-            role: SignOffRole::Operator,
-            key_name: line.name.clone(),
-            key_id: format!("{:08x}", line.key_id),
-            signature: base64::engine::general_purpose::STANDARD.encode(&line.signature),
-        }),
-        None,
-    ));
+    let signed = crate::method::trust::sign_manifest(
+        &frozen.lineage,
+        &frozen.manifest_blake3,
+        SignOffRole::Operator,
+        &alice,
+    )
+    .expect("the example key signs");
+    events.push((Event::ManifestSignedOffV2(signed), None));
     let checkpoint = checkpoint_of(&events, &alice);
     events.push((Event::CheckpointRecorded(checkpoint), None));
     events
