@@ -115,20 +115,47 @@ fn signed_checkpoints_and_proofs_verify_with_the_checkpoint_alone() {
                 &seq.to_string(),
                 "--checkpoint",
                 "c2.note",
+                "--vkey",
+                "@op.vkey",
             ])
             .stdout;
         let proof = InclusionProof::from_json(&proof).unwrap();
         let checked = proof.verify(&log, &[]).unwrap();
         assert_eq!((proof.leaf_index(), checked.checkpoint.size()), (seq, 10));
     }
-    let r = h.run(&["prove", "inclusion", "10", "--checkpoint", "c2.note"]);
+    let r = h.run(&[
+        "prove",
+        "inclusion",
+        "10",
+        "--checkpoint",
+        "c2.note",
+        "--vkey",
+        "@op.vkey",
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    let proof = h.ok(&["prove", "consistency", "c1.note", "c2.note"]).stdout;
+    let proof = h
+        .ok(&[
+            "prove",
+            "consistency",
+            "c1.note",
+            "c2.note",
+            "--vkey",
+            "@op.vkey",
+        ])
+        .stdout;
     let proof = ConsistencyProof::from_json(&proof).unwrap();
     let (c1n, c2n) = (read(&h.path("c1.note")), read(&h.path("c2.note")));
     proof.verify(&c1n, &c2n, &log, &[]).unwrap();
     assert_eq!(
-        h.run(&["prove", "consistency", "c2.note", "c1.note"]).code,
+        h.run(&[
+            "prove",
+            "consistency",
+            "c2.note",
+            "c1.note",
+            "--vkey",
+            "@op.vkey"
+        ])
+        .code,
         2
     );
     // This ledger extends both.
@@ -157,7 +184,15 @@ fn signed_checkpoints_and_proofs_verify_with_the_checkpoint_alone() {
     assert_eq!(v.code, 1);
     assert_eq!(v.json()["transparency"]["node_cache"]["state"], "differs");
     let proof = h
-        .ok(&["prove", "inclusion", "2", "--checkpoint", "c2.note"])
+        .ok(&[
+            "prove",
+            "inclusion",
+            "2",
+            "--checkpoint",
+            "c2.note",
+            "--vkey",
+            "@op.vkey",
+        ])
         .stdout;
     InclusionProof::from_json(&proof)
         .unwrap()
@@ -263,13 +298,97 @@ fn a_rewritten_copy_does_not_extend_the_earlier_signed_checkpoint() {
         ),
         (7.into(), 14.into())
     );
-    let c = run(&["prove", "consistency", "c1.note", "c2.note"]);
+    let c = run(&[
+        "prove",
+        "consistency",
+        "c1.note",
+        "c2.note",
+        "--vkey",
+        "@op.vkey",
+    ]);
     assert_eq!(c.code, 1, "{}", c.stderr);
     assert!(c.stderr.contains("size 14"), "{}", c.stderr);
     let c = run(&["checkpoint", "verify", "c2.note", "--vkey", "@op.vkey"]);
     assert_eq!(c.code, 1, "{}", c.stderr);
     // The original extends both.
     h.ok(&["verify", "--against", "c2.note", "--vkey", "@op.vkey"]);
+}
+
+#[test]
+fn forged_untrusted_or_foreign_checkpoints_exit_1_on_every_verb() {
+    // rule TRUST-1, rule TRUST-2
+    let (h, _) = notes_ledger(3);
+    sign(&h, "c1.note"); // size 4
+    h.ok(&["note", "after"]);
+    let good = read(&h.path("c1.note"));
+    // A forged signature: one byte of it changed.
+    let parsed = SignedNote::parse(&good).unwrap();
+    let mut line = parsed.signatures()[0].clone();
+    line.signature[9] ^= 1;
+    let forged = format!("{}\n{}", parsed.text(), line.line());
+    std::fs::write(h.path("forged.note"), forged).unwrap();
+    // The signed body altered (size 4 -> 3), the signature kept.
+    std::fs::write(h.path("resized.note"), good.replacen("\n4\n", "\n3\n", 1)).unwrap();
+    let verbs = |note: &str, vkey: &str| -> Vec<Vec<String>> {
+        let v = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        vec![
+            v(&["checkpoint", "verify", note, "--vkey", vkey]),
+            v(&["verify", "--against", note, "--vkey", vkey]),
+            v(&[
+                "prove",
+                "inclusion",
+                "1",
+                "--checkpoint",
+                note,
+                "--vkey",
+                vkey,
+            ]),
+            v(&["prove", "consistency", note, note, "--vkey", vkey]),
+        ]
+    };
+    let expect = |h: &Harness, args: &[String], want: &str| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = h.run(&args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stdout.is_empty() || !r.stdout.contains("\"format\""),
+            "{args:?}"
+        );
+    };
+    for note in ["forged.note", "resized.note"] {
+        for args in verbs(note, "@op.vkey") {
+            expect(&h, &args, "does not verify");
+        }
+    }
+    // The right note, the wrong key (and no key: no manifest lists one).
+    let other = h
+        .ok(&["key", "generate", "other"])
+        .stdout
+        .trim()
+        .to_string();
+    for args in verbs("c1.note", &other) {
+        expect(&h, &args, "no key trusted here");
+    }
+    expect(
+        &h,
+        &["prove", "inclusion", "1", "--checkpoint", "c1.note"].map(String::from),
+        "no key trusted here",
+    );
+    // A ledger that does not extend the checkpoint: another ledger.
+    let (other_ledger, _) = notes_ledger(5);
+    let note = h.path("c1.note").display().to_string();
+    let vkey = format!("@{}", h.path("op.vkey").display());
+    for args in verbs(&note, &vkey) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = other_ledger.run(&args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+    }
+    // Unchanged, the note still holds everywhere it should.
+    for args in verbs("c1.note", "@op.vkey") {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        h.ok(&args);
+    }
 }
 
 #[test]
@@ -451,6 +570,8 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
             std::fs::copy(h.path(name), dir.join(name)).unwrap();
         }
         std::fs::write(dir.join("alice.vkey"), alice_vkey.encode() + "\n").unwrap();
+        let export = dir.join("ledger.jsonl");
+        h.ok(&["export", "--jsonl", "-o", export.to_str().unwrap()]);
         eprintln!("wrote the live artifacts into {}", dir.display());
     }
 }

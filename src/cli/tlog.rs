@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -132,6 +133,10 @@ pub struct InclusionArgs {
     /// The signed checkpoint note that covers it.
     #[arg(long, value_name = "NOTE")]
     pub checkpoint: PathBuf,
+    /// A verifier key trusted to sign the checkpoint besides the frozen
+    /// operator keys (the text, or @FILE); repeat to allow several.
+    #[arg(long, value_name = "VKEY")]
+    pub vkey: Vec<String>,
     /// Write the proof to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -144,6 +149,10 @@ pub struct ConsistencyArgs {
     pub old_note: PathBuf,
     /// The later signed checkpoint note.
     pub new_note: PathBuf,
+    /// A verifier key trusted to sign the checkpoints besides the frozen
+    /// operator keys (the text, or @FILE); repeat to allow several.
+    #[arg(long, value_name = "VKEY")]
+    pub vkey: Vec<String>,
     /// Write the proof to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -449,6 +458,25 @@ fn root_matches(nodes: &NodeFile, cp: &Checkpoint) -> anyhow::Result<Result<(), 
     Ok(Ok(()))
 }
 
+/// A proof is made only for a checkpoint signed by a trusted key (the
+/// frozen operator keys, or `vkeys`), with the cosignatures of the listed
+/// witnesses present verifying: exit 1 otherwise (TRUST-2).
+fn check_signed(
+    ledger: &Ledger,
+    vkeys: &[String],
+    notes: &[(&PathBuf, &String, &Checkpoint)],
+) -> anyhow::Result<()> {
+    let mut keys = frozen_keys(&decide_state(ledger)?);
+    for k in vkeys {
+        keys.operators.push(parse_vkey(k)?);
+    }
+    for (path, note, cp) in notes {
+        open_checkpoint(note, &keys.operators, &keys.witnesses, cp.origin())
+            .with_context(|| path.display().to_string())?;
+    }
+    Ok(())
+}
+
 fn check_origin(ledger: &Ledger, cp: &Checkpoint) -> anyhow::Result<()> {
     let origin = tree::ledger_origin(ledger)?;
     if cp.origin() != origin {
@@ -467,6 +495,7 @@ pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow
         ProveCommand::Inclusion(a) => {
             let (note, cp) = note_checkpoint(&a.checkpoint)?;
             check_origin(&ledger, &cp)?;
+            check_signed(&ledger, &a.vkey, &[(&a.checkpoint, &note, &cp)])?;
             if a.seq >= cp.size() {
                 return Err(BadUsage(format!(
                     "seq {} is not in the checkpoint (it covers seqs 0..={})",
@@ -494,10 +523,18 @@ pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow
             emit(a.out.as_ref(), &proof.to_json())?;
         }
         ProveCommand::Consistency(a) => {
-            let (_, old) = note_checkpoint(&a.old_note)?;
-            let (_, new) = note_checkpoint(&a.new_note)?;
+            let (old_note, old) = note_checkpoint(&a.old_note)?;
+            let (new_note, new) = note_checkpoint(&a.new_note)?;
             check_origin(&ledger, &old)?;
             check_origin(&ledger, &new)?;
+            check_signed(
+                &ledger,
+                &a.vkey,
+                &[
+                    (&a.old_note, &old_note, &old),
+                    (&a.new_note, &new_note, &new),
+                ],
+            )?;
             if old.size() > new.size() {
                 return Err(BadUsage(format!(
                     "the old checkpoint (size {}) is larger than the new one (size {}): swap them",
