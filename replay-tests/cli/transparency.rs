@@ -451,6 +451,80 @@ fn a_key_outside_the_list_or_a_forged_signature_leaves_freeze_7_unmet() {
     assert_eq!(log.matches("manifest_signed_off.v2").count(), 2, "{log}");
 }
 
+#[test]
+fn a_listed_witness_cosignature_is_verified_when_present() {
+    // rule TRUST-1 (witness cosignatures, C2SP tlog-cosignature)
+    let witness =
+        SignerKey::from_seed("witness.example/w1", KeyKind::CosignatureV1, [7; 32]).unwrap();
+    let manifest = super::MANIFEST.replacen(
+        "witnesses = []",
+        &format!("witnesses = [\"{}\"]", witness.verifier().encode()),
+        1,
+    );
+    assert_ne!(manifest, super::MANIFEST);
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.freeze(&manifest, super::PRIVATE).code, 0);
+    let alice = h.example_key("alice");
+    let note = h.path("c.note").display().to_string();
+    h.ok(&["checkpoint", "sign", "--key", &alice, "-o", &note]);
+    let signed = read(&h.path("c.note"));
+    let parsed = SignedNote::parse(&signed).unwrap();
+    let cosig = benchledger::log::tlog::cosign(parsed.text(), &witness, 1_780_000_000).unwrap();
+    let cosigned = format!("{signed}{}", cosig.line());
+    std::fs::write(h.path("cosigned.note"), &cosigned).unwrap();
+    let alice_vkey = benchledger::testkit::examples::signer("alice")
+        .verifier()
+        .encode();
+    let j = h
+        .ok(&[
+            "checkpoint",
+            "verify",
+            "cosigned.note",
+            "--vkey",
+            &alice_vkey,
+            "--json",
+        ])
+        .json();
+    let by: Vec<&str> = j["signed_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(by.len(), 2, "{by:?}");
+    assert!(
+        by[1].starts_with("witness.example/w1+") && by[1].contains("cosigned at 1780000000"),
+        "{by:?}"
+    );
+    // The frozen operator key is trusted without --vkey.
+    h.ok(&["verify", "--against", "cosigned.note"]);
+    h.ok(&["prove", "inclusion", "1", "--checkpoint", "cosigned.note"]);
+    // A cosignature that does not verify (one byte changed) fails the note.
+    let mut bad = cosig.clone();
+    bad.signature[20] ^= 1;
+    std::fs::write(h.path("badcosig.note"), format!("{signed}{}", bad.line())).unwrap();
+    for args in [
+        vec![
+            "checkpoint",
+            "verify",
+            "badcosig.note",
+            "--vkey",
+            alice_vkey.as_str(),
+        ],
+        vec!["verify", "--against", "badcosig.note"],
+        vec!["prove", "inclusion", "1", "--checkpoint", "badcosig.note"],
+    ] {
+        let r = h.run(&args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("does not verify"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
 /// Appends the records of a recorded ledger's lines (as their events, with
 /// their actors, keys and times) to `h`'s ledger.
 fn replay_lines(h: &Harness, lines: &[&str]) {
