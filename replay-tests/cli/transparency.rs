@@ -632,6 +632,30 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
         "--against",
         "seal2.note",
     ]);
+    // TRUST-4: the publication bundle carries the latest signed checkpoint
+    // and an inclusion proof of each seal in it.
+    let bundle = h.path("bundle");
+    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    let t = bundle.join("transparency");
+    assert_eq!(
+        read(&t.join("checkpoint.note")),
+        read(&h.path("seal2.note"))
+    );
+    let mut seals: Vec<_> = std::fs::read_dir(t.join("seals"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    seals.sort();
+    assert_eq!(seals.len(), 2, "{seals:?}");
+    for path in &seals {
+        let proof = InclusionProof::from_json(&read(path)).unwrap();
+        assert_eq!(
+            proof.verify(&alice_vkey, &[]).unwrap().checkpoint.size(),
+            cp2
+        );
+    }
+    let sums = read(&bundle.join("SHA256SUMS"));
+    assert!(sums.contains("transparency/checkpoint.note"), "{sums}");
     if let Some(dir) = std::env::var_os("BENCHLEDGER_TLOG_LIVE_DIR") {
         let dir = Path::new(&dir);
         std::fs::create_dir_all(dir).unwrap();
@@ -644,6 +668,7 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
             std::fs::copy(h.path(name), dir.join(name)).unwrap();
         }
         std::fs::write(dir.join("alice.vkey"), alice_vkey.encode() + "\n").unwrap();
+        std::fs::copy(&seals[0], dir.join("bundle-seal.inclusion.json")).unwrap();
         let export = dir.join("ledger.jsonl");
         h.ok(&["export", "--jsonl", "-o", export.to_str().unwrap()]);
         eprintln!("wrote the live artifacts into {}", dir.display());

@@ -89,6 +89,7 @@ if [[ "${TLOG_VERIFY_LIVE:-1}" == 1 ]] && command -v cargo >/dev/null; then
   expect "live: the seal checkpoints are not signed by the vectors' key" 1 "$PY" "$VERIFY" checkpoint "$L/seal2.note" --vkey "$LOG"
   expect "live: a receipt's inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/receipt.inclusion.json" --vkey "$A"
   expect "live: the seals' consistency proof verifies (no ledger)" 0 "$PY" "$VERIFY" consistency "$L/seals.consistency.json" "$L/seal1.note" "$L/seal2.note" --vkey "$A"
+  expect "live: the bundle's seal inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/bundle-seal.inclusion.json" --vkey "$A"
   expect "live: the export has the first seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal1.note" --vkey "$A"
   expect "live: the export has the second seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal2.note" --vkey "$A"
   # One record rewritten (its hash changed, the next prev_hash too): the
