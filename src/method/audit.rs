@@ -153,8 +153,8 @@ pub fn replay_document(state: &State) -> serde_json::Value {
                         "rows": v.rows,
                         "skipped_security_policy": v.skipped_security_policy,
                         "cases": v.cases,
-                        "settlement_states": v.settlement.states.iter().map(|(k, n)| (format!("{k:?}").to_lowercase(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
-                        "series_micro_usd": v.settlement.series_micro_usd.iter().map(|(k, n)| (serde_json::to_value(k).ok().and_then(|x| x.as_str().map(String::from)).unwrap_or_default(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+                        "settlement_states": v.settlement.states.iter().map(|(k, n)| (k.as_str(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+                        "series_micro_usd": v.settlement.series_micro_usd.iter().map(|(k, n)| (k.as_str(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
                         "joins": v.joins,
                         "cleanup": v.cleanup,
                     })

@@ -389,7 +389,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             4,
-            "1e8be74242c6497a3156e2b191813326e03080771783d8b76042e31981bdb922".to_string()
+            "a97e3dc1b90d933b27b3f1ea596f4355f0a5facf680f0c9cb4c51782e47482a4".to_string()
         ),
         "state layout changed"
     );
