@@ -100,3 +100,36 @@ fn a_reusing_lineage_reports_against_the_reused_control() {
     assert!(r1.comparable, "{r1:?}");
     assert!(r1.cost_delta_pct.is_some());
 }
+
+/// The charts the README shows are the renderer's output for the recorded
+/// lineages, byte for byte (`UPDATE_CHARTS=1` rewrites them for review).
+#[test]
+fn the_readme_charts_are_the_rendered_charts() {
+    // rule REPORT-6
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/snapshots/charts");
+    for name in ["short13-accepted", "replicated-accepted"] {
+        let (_t, ledger) = import(name);
+        let state = replay_scanning(&ledger).unwrap();
+        let h = ledger.head().unwrap();
+        let head = LedgerHead {
+            head_seq: h.seq,
+            head_hash: hex::encode(h.hash),
+        };
+        let r = report::build(&state, None, head).unwrap();
+        let svg = report::render_svg(&r);
+        let path = dir.join(format!("{name}.svg"));
+        if std::env::var_os("UPDATE_CHARTS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &svg).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_CHARTS=1 writes it)", path.display()));
+        assert_eq!(
+            committed,
+            svg,
+            "{} differs from the rendered chart",
+            path.display()
+        );
+    }
+}

@@ -10,7 +10,7 @@ kills="${CRASHTEST_KILLS:-100}"
 
 echo "== format and lints: cargo fmt --check, clippy (every target; the length bound on the library) =="
 cargo fmt --all --check
-cargo clippy --no-default-features --all-targets -- -D warnings
+cargo clippy --no-default-features --features parquet --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings -D clippy::too_many_lines
 cargo clippy -p benchledger-bench --all-targets -- -D warnings
 
