@@ -73,6 +73,12 @@ pub(crate) fn print_lineage(v: &verdict::LineageView) -> std::io::Result<()> {
                 .map_or(String::new(), |s| format!(" feedback at seq {s}"))
         )?;
     }
+    print_lineage_tail(v)
+}
+
+/// What follows the group lines, in `lineage show` and `replay` alike: the
+/// control in use, the next group, feedback, a stop and completion.
+pub(crate) fn print_lineage_tail(v: &verdict::LineageView) -> std::io::Result<()> {
     if let Some(c) = &v.control {
         outln!("  control: {c}")?;
     }

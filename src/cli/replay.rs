@@ -79,21 +79,7 @@ fn print_progress(state: &State, l: &LineageState, v: &LineageView) -> std::io::
     for g in &v.groups {
         outln!("{}", group_line(state, l, g))?;
     }
-    if let Some(c) = &v.control {
-        outln!("  control: {c}")?;
-    }
-    outln!(
-        "  next group: {}",
-        v.next_group.as_deref().unwrap_or("none")
-    )?;
-    if !v.feedback_allowed.is_empty() {
-        outln!("  feedback allowed from: {}", v.feedback_allowed.join(", "))?;
-    }
-    if let Some((seq, rule, reason)) = &v.stopped {
-        outln!("  STOPPED at seq {seq} ({rule}): {reason}")?;
-    }
-    outln!("  complete: {}", v.complete)?;
-    Ok(())
+    crate::cli::lineage::print_lineage_tail(v)
 }
 
 /// `replay [--at SEQ]`.
