@@ -1,5 +1,6 @@
 //! Rewrites `ledger-schema/vectors/` from the code: the valid chain (one
-//! record of every kind) and the must-fail cases. Run after an intended
+//! record of every kind), the must-fail cases and the transparency-log
+//! vectors over the chain. Run after an intended
 //! change of the vocabulary or layout, then review the diff:
 //!
 //!     cargo run --example gen-vectors
@@ -16,6 +17,10 @@ fn main() -> std::io::Result<()> {
     std::fs::write(
         dir.join(benchledger::testkit::vectors::MUST_FAIL_FILE),
         benchledger::testkit::vectors::must_fail_jsonl(),
+    )?;
+    std::fs::write(
+        dir.join(benchledger::testkit::tlog_vectors::TLOG_FILE),
+        benchledger::testkit::tlog_vectors::tlog_json(),
     )?;
     eprintln!("wrote {}", dir.display());
     Ok(())

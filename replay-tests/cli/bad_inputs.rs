@@ -180,13 +180,18 @@ fn setup(kind: &str) -> Harness {
             let h = Harness::new();
             h.init();
             assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+            // The example keys: alice (operator), bob (reviewer), carol
+            // (listed nowhere), as {tmp}/<name>.key.
+            let (alice, bob, _) = (
+                h.example_key("alice"),
+                h.example_key("bob"),
+                h.example_key("carol"),
+            );
             h.ok(&[
-                "manifest", "sign-off", "--role", "operator", "--name", "alice",
+                "manifest", "sign-off", "--role", "operator", "--key", &alice,
             ]);
             if kind == "signed" {
-                h.ok(&[
-                    "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
-                ]);
+                h.ok(&["manifest", "sign-off", "--role", "reviewer", "--key", &bob]);
             }
             h
         }

@@ -21,6 +21,8 @@ mod reliability;
 mod report;
 #[path = "run.rs"]
 mod run;
+#[path = "transparency.rs"]
+mod transparency;
 
 /// A temp dir with a ledger path inside; every command runs with a clean
 /// environment for the variables the CLI reads.
@@ -433,6 +435,27 @@ impl Harness {
         (p.display().to_string(), q.display().to_string())
     }
 
+    /// Writes the example signer key `who` (`alice` is the example
+    /// manifest's operator, `bob` its reviewer; anyone can derive them) as
+    /// `<who>.key`, mode 0600; returns its path.
+    fn example_key(&self, who: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path(&format!("{who}.key"));
+        let key = benchledger::testkit::examples::signer(who);
+        std::fs::write(&path, format!("{}\n", key.encode())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        path.display().to_string()
+    }
+
+    /// Signs the example lineage off with the example keys.
+    fn sign_off(&self) {
+        let (alice, bob) = (self.example_key("alice"), self.example_key("bob"));
+        self.ok(&[
+            "manifest", "sign-off", "--role", "operator", "--key", &alice,
+        ]);
+        self.ok(&["manifest", "sign-off", "--role", "reviewer", "--key", &bob]);
+    }
+
     fn freeze(&self, public: &str, private: &str) -> Run {
         let (p, q) = self.manifest_files("m", public, private);
         self.run(&["manifest", "freeze", &p, "--private", &q, "--json"])
@@ -471,26 +494,33 @@ fn manifest_freeze_sign_off_and_show_redacted() {
     ] {
         assert_eq!(j[k].as_str().unwrap().len(), 64, "{k}");
     }
+    // rule FREEZE-7, rule TRUST-3
+    let (alice, bob) = (h.example_key("alice"), h.example_key("bob"));
+    h.refused(
+        &[
+            "manifest", "sign-off", "--role", "operator", "--name", "alice",
+        ],
+        3,
+        "TRUST-3",
+    );
     h.ok(&[
-        "manifest", "sign-off", "--role", "operator", "--name", "alice",
+        "manifest", "sign-off", "--role", "operator", "--key", &alice,
     ]);
     h.refused(
         &[
-            "manifest", "sign-off", "--role", "reviewer", "--name", "alice",
+            "manifest", "sign-off", "--role", "reviewer", "--key", &alice,
+        ],
+        3,
+        "TRUST-3",
+    );
+    h.refused(
+        &[
+            "manifest", "sign-off", "--role", "operator", "--key", &alice,
         ],
         3,
         "FREEZE-7",
     );
-    h.refused(
-        &[
-            "manifest", "sign-off", "--role", "operator", "--name", "carol",
-        ],
-        3,
-        "FREEZE-7",
-    );
-    h.ok(&[
-        "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
-    ]);
+    h.ok(&["manifest", "sign-off", "--role", "reviewer", "--key", &bob]);
     let shown = h.ok(&["manifest", "show", "--redacted"]).stdout;
     assert!(
         shown.contains("********9012") && shown.contains("lineage = \"short13-kimi-2026-11\""),
@@ -1702,12 +1732,7 @@ mod verdicts {
             "--private",
             p.to_str().unwrap(),
         ]);
-        h.ok(&[
-            "manifest", "sign-off", "--role", "operator", "--name", "alice",
-        ]);
-        h.ok(&[
-            "manifest", "sign-off", "--role", "reviewer", "--name", "bob",
-        ]);
+        h.sign_off();
         let frozen = benchledger::method::freeze::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
         let fm = &frozen.manifest.public;
         let g = fm.groups.iter().find(|g| g.name == "canary-1").unwrap();

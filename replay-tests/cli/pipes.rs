@@ -131,10 +131,11 @@ fn appending_verbs_announce_the_append_on_stderr_and_keep_it() {
     let head = h.ok(&["head", "--json"]).json();
     assert_eq!(head["head_seq"], 2, "the freeze is in the ledger");
 
+    let alice = h.example_key("alice");
     let sign = run_with_closed_stdout(
         &h,
         &[
-            "manifest", "sign-off", "--role", "operator", "--name", "alice",
+            "manifest", "sign-off", "--role", "operator", "--key", &alice,
         ],
     );
     assert_eq!(sign.code, 0, "{}", sign.stderr);

@@ -15,7 +15,7 @@ use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::log::chain::Head;
 use crate::log::ledger::{Appended, Draft, Ledger};
-use crate::method::projections::{replay_scanning, LineageState, State};
+use crate::method::projections::{LineageState, State};
 use crate::schema::events::{CaseRef, Event, GroupRef, Status};
 use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
@@ -203,17 +203,6 @@ pub(crate) fn group_ref(state: &State, spec: &str) -> anyhow::Result<GroupRef> {
         lineage: l.frozen.lineage.clone(),
         group,
     })
-}
-
-/// Decides on a scanning replay (the verdict's secrets row needs it) and
-/// appends under the writer lock.
-pub(crate) fn decide_scanning(
-    cli: &Cli,
-    ledger: &Ledger,
-    decide: impl FnOnce(&State) -> crate::Result<Vec<Event>>,
-) -> anyhow::Result<Vec<crate::log::ledger::Appended>> {
-    let state = replay_scanning(ledger)?;
-    crate::cli::common::append_events(ledger, &cli.actor, now_utc_ns(), decide(&state)?)
 }
 
 pub(crate) fn report_appended(

@@ -28,8 +28,24 @@ pub enum GroupCommand {
     /// Attest the group's verdict, final from then on (VERDICT-4): refused
     /// while a case is not terminal, before a cleanup audit after the close,
     /// or while requests are pending inside the settlement grace (CASE-9,
-    /// SETTLE-8).
-    Seal(GroupArg),
+    /// SETTLE-8). Then appends a checkpoint of the log up to the seal
+    /// (TRUST-1), signed with --key, which must be one of the lineage's
+    /// frozen operator keys (TRUST-3).
+    Seal(SealArgs),
+}
+
+/// Arguments of `group seal`.
+#[derive(Debug, Args)]
+pub struct SealArgs {
+    /// The group (`LINEAGE/GROUP` or `GROUP`).
+    pub group: String,
+    /// Sign the seal's checkpoint with this operator key file (one of the
+    /// frozen `[signers] operators`); unsigned without it.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<std::path::PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `group open`.
@@ -70,7 +86,7 @@ pub struct GroupArg {
 /// `group open | close`.
 pub fn run_group(cli: &Cli, cmd: &GroupCommand, wait: Duration) -> anyhow::Result<ExitCode> {
     let (done, json_out, what) = match cmd {
-        GroupCommand::Seal(a) => return run_seal(cli, &a.group, a.json, wait),
+        GroupCommand::Seal(a) => return run_seal(cli, a, wait),
         GroupCommand::Open(a) => {
             require_aws_gates("group open")?;
             let (lineage, group) = parse_group(&a.group);
@@ -116,70 +132,101 @@ pub(crate) fn close_group(cli: &Cli, wait: Duration, spec: &str) -> anyhow::Resu
     })
 }
 
-/// A sealed verdict: its status and failing rows.
+/// A sealed verdict: its status, failing rows and the checkpoint appended
+/// with it.
 pub(crate) struct Sealed {
-    /// The records appended (the seal first).
+    /// The records appended (the seal first, the checkpoint last).
     pub(crate) done: Vec<Appended>,
     /// The status.
     pub(crate) status: String,
     /// The failing rows.
     pub(crate) failing: Vec<String>,
+    /// The checkpoint of the log up to the seal (TRUST-1).
+    pub(crate) checkpoint: crate::log::tlog::Checkpoint,
 }
 
-/// `group seal`'s decision (on a scanning replay) and append.
-pub(crate) fn seal_group(cli: &Cli, wait: Duration, spec: &str) -> anyhow::Result<Sealed> {
+/// `group seal`'s decision (on a scanning replay) and one atomic append of
+/// the verdict, its consequences and the checkpoint of the log up to them,
+/// signed with `key` when given (TRUST-3: a frozen operator key).
+pub(crate) fn seal_group(
+    cli: &Cli,
+    wait: Duration,
+    spec: &str,
+    key: Option<&crate::log::tlog::SignerKey>,
+) -> anyhow::Result<Sealed> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let (lineage, group) = parse_group(spec);
-    let mut sealed: Option<(String, Vec<String>)> = None;
-    let done = decide_scanning(cli, &ledger, |s| {
-        let events = crate::method::decide::seal(s, lineage.as_deref(), &group, now_utc_ns())?;
-        if let Some(Event::GroupSealed(g)) = events.first() {
-            sealed = Some((
-                g.status.clone(),
-                g.rows
-                    .iter()
-                    .filter(|r| !r.holds)
-                    .map(|r| r.gate.clone())
-                    .collect(),
-            ));
-        }
-        Ok(events)
-    })?;
-    let (status, failing) = sealed.unwrap_or_default();
+    let now = now_utc_ns();
+    let state = crate::method::projections::replay_scanning(&ledger)?;
+    let events = crate::method::decide::seal(&state, lineage.as_deref(), &group, now)?;
+    if let Some(k) = key {
+        crate::method::decide::seal_signer(&state, lineage.as_deref(), k)?;
+    }
+    let Some(Event::GroupSealed(sealed)) = events.first().cloned() else {
+        unreachable!("a seal starts with its verdict")
+    };
+    let failing: Vec<String> = sealed
+        .rows
+        .iter()
+        .filter(|r| !r.holds)
+        .map(|r| r.gate.clone())
+        .collect();
+    let (done, checkpoint) = crate::cli::trust::append_with_checkpoint(
+        &ledger,
+        &cli.actor,
+        now,
+        events,
+        &sealed.group,
+        key,
+    )?;
     Ok(Sealed {
         done,
-        status,
+        status: sealed.status,
         failing,
+        checkpoint,
     })
 }
 
-/// `group seal`.
-pub fn run_seal(cli: &Cli, spec: &str, as_json: bool, wait: Duration) -> anyhow::Result<ExitCode> {
-    let (_, group) = parse_group(spec);
+/// `group seal [--key FILE]`.
+pub fn run_seal(cli: &Cli, a: &SealArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let key = a
+        .key
+        .as_deref()
+        .map(crate::cli::trust::read_signer_key)
+        .transpose()?;
+    let (_, group) = parse_group(&a.group);
     let Sealed {
         done,
         status,
         failing,
-    } = seal_group(cli, wait, spec)?;
-    if as_json {
+        checkpoint,
+    } = seal_group(cli, wait, &a.group, key.as_ref())?;
+    let seqs: Vec<u64> = done.iter().map(|d| d.seq).collect();
+    if a.json {
         print_json(&json!({
             "seq": done[0].seq,
             "hash": hex::encode(done[0].hash),
             "status": status,
             "failing_rows": failing,
-            "appended": done.iter().map(|d| d.seq).collect::<Vec<_>>(),
+            "appended": seqs,
+            "checkpoint": {
+                "seq": seqs.last(),
+                "tree_size": checkpoint.size(),
+                "root": hex::encode(checkpoint.root()),
+                "signed_by": key.as_ref().map(|k| k.verifier().encode()),
+            },
         }))?;
     } else {
-        outln!("sealed {group} {status} at seq {}", done[0].seq)?;
+        outln!("sealed {group} {} at seq {}", status, done[0].seq)?;
         if !failing.is_empty() {
             outln!("failing rows: {}", failing.join(", "))?;
         }
-        if done.len() > 1 {
-            eprintln!(
-                "also appended seqs {:?} (control catalog / lineage stop)",
-                &done[1..].iter().map(|d| d.seq).collect::<Vec<_>>()
-            );
-        }
+        eprintln!(
+            "also appended seqs {:?} (control catalog / lineage stop, then the checkpoint of size {}{})",
+            &seqs[1..],
+            checkpoint.size(),
+            if key.is_some() { ", signed" } else { ", unsigned" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

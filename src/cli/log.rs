@@ -33,6 +33,21 @@ pub struct LogArgs {
     pub to: Option<u64>,
 }
 
+/// Arguments of `verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// A signed checkpoint note this ledger must extend (repeatable).
+    #[arg(long, value_name = "NOTE")]
+    pub against: Vec<PathBuf>,
+    /// A log key trusted to sign the --against notes (the text, or @FILE;
+    /// repeatable); default the frozen operator keys.
+    #[arg(long, value_name = "VKEY", requires = "against")]
+    pub vkey: Vec<String>,
+}
+
 /// Arguments of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -58,9 +73,49 @@ pub struct NoteArgs {
     pub json: bool,
 }
 
+/// What `verify` found beyond the chain: the tree's checkpoint records and
+/// node cache, and each `--against` note.
+#[derive(Default)]
+struct TreeFindings {
+    tree: Option<crate::cli::trust::TreeReport>,
+    against: Vec<crate::cli::trust::Against>,
+}
+
+impl TreeFindings {
+    fn ok(&self) -> bool {
+        self.tree.as_ref().is_none_or(|t| t.ok())
+            && self.against.iter().all(|a| a.divergence.is_none())
+    }
+
+    /// Adds the findings to the JSON document; nothing when there are none,
+    /// so a ledger without checkpoints prints what it always printed.
+    fn extend_json(&self, doc: &mut serde_json::Value) {
+        if let Some(t) = &self.tree {
+            doc["transparency"] = t.json();
+        }
+        if !self.against.is_empty() {
+            doc["against"] = self.against.iter().map(|a| a.json()).collect();
+        }
+        if !self.ok() {
+            doc["ok"] = json!(false);
+        }
+    }
+
+    fn print(&self) -> anyhow::Result<()> {
+        for line in self.tree.iter().flat_map(|t| t.lines()) {
+            outln!("{line}")?;
+        }
+        for a in &self.against {
+            outln!("{}", a.line())?;
+        }
+        Ok(())
+    }
+}
+
 fn print_verify(
     r: &VerifyReport,
     ckpt: Option<&crate::log::checkpoint::Check>,
+    findings: &TreeFindings,
     as_json: bool,
 ) -> anyhow::Result<()> {
     use crate::log::checkpoint::{Check, CHECKPOINT_FILE};
@@ -73,7 +128,7 @@ fn print_verify(
             Check::Differs { seq } => json!({ "state": "differs", "seq": seq }),
         });
         let ok = r.ok() && !matches!(ckpt_state(ckpt.as_ref()), Some("differs"));
-        return print_json(&json!({
+        let mut doc = json!({
             "ok": ok,
             "records": r.records,
             "head_seq": r.head.map(|h| h.seq),
@@ -82,7 +137,9 @@ fn print_verify(
             "damage": d.map(|d| d.kind),
             "detail": d.map(|d| d.detail.clone()),
             "checkpoint": ckpt,
-        }));
+        });
+        findings.extend_json(&mut doc);
+        return print_json(&doc);
     }
     match (&r.damage, r.head) {
         (None, Some(h)) => outln!(
@@ -106,7 +163,7 @@ fn print_verify(
         )?,
         Some(Check::Absent) | None => {}
     }
-    Ok(())
+    findings.print()
 }
 
 fn ckpt_state(v: Option<&serde_json::Value>) -> Option<&str> {
@@ -142,8 +199,10 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-/// `verify`: every link from seq 0, then the projection checkpoint.
-pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
+/// `verify`: every link from seq 0, then the projection checkpoint, then
+/// the Merkle tree (every checkpoint record, the node cache, and each
+/// `--against` note).
+pub(crate) fn run_verify(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let ledger = Ledger::open(dir, wait)?;
     let verifying = Progress::spinner("verify", "checking every link from seq 0");
@@ -156,9 +215,20 @@ pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Res
     } else {
         None
     };
-    print_verify(&report, ckpt.as_ref(), a.json)?;
+    let findings = if report.ok() {
+        let (tree, against) = crate::cli::trust::verify_tree(&ledger, &a.against, &a.vkey)?;
+        TreeFindings { tree, against }
+    } else if !a.against.is_empty() {
+        return Err(Error::Damage(
+            "the ledger does not verify, so it extends no checkpoint; run verify".into(),
+        )
+        .into());
+    } else {
+        TreeFindings::default()
+    };
+    print_verify(&report, ckpt.as_ref(), &findings, a.json)?;
     let ckpt_ok = !matches!(ckpt, Some(crate::log::checkpoint::Check::Differs { .. }));
-    Ok(if report.ok() && ckpt_ok {
+    Ok(if report.ok() && ckpt_ok && findings.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(ExitClass::CheckFailed.code())

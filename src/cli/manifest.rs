@@ -27,8 +27,12 @@ pub enum ManifestCommand {
     /// control+r1+r2[+r3] (LINEAGE-1). Only commitments and redacted forms
     /// of the private values are stored.
     Freeze(FreezeArgs),
-    /// Record the operator's or the reviewer's sign-off (FREEZE-7); both,
-    /// by two distinct names, are required before any scored case starts.
+    /// Record the operator's or the reviewer's sign-off (FREEZE-7): a
+    /// signature of the frozen manifest hash with a key the manifest lists
+    /// for the role (--key FILE, or --note FILE signed elsewhere), by two
+    /// distinct keys (TRUST-3); both before any scored case starts. A key
+    /// outside the list or a forged signature is refused (exit 3). A bare
+    /// --name signs off only a lineage frozen as v1.
     SignOff(SignOffArgs),
     /// Print a frozen manifest as the ledger has it (TOML; --json for JSON).
     Show(ShowArgs),
@@ -50,6 +54,7 @@ pub struct FreezeArgs {
 
 /// Arguments of `manifest sign-off`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("signature").required(true).args(["key", "note", "name", "print_text"])))]
 pub struct SignOffArgs {
     /// The lineage (optional when the ledger holds one).
     #[arg(long)]
@@ -57,9 +62,20 @@ pub struct SignOffArgs {
     /// Who signs off.
     #[arg(long, value_enum)]
     pub role: RoleArg,
-    /// The person's name.
+    /// Sign with this signer key file (`key generate`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// A C2SP signed note of the sign-off text, signed elsewhere (the text
+    /// is what --print-text prints).
+    #[arg(long, value_name = "FILE")]
+    pub note: Option<PathBuf>,
+    /// Print the text a sign-off signs (to sign it elsewhere) and append
+    /// nothing.
     #[arg(long)]
-    pub name: String,
+    pub print_text: bool,
+    /// A name instead of a signature: only for a lineage frozen as v1.
+    #[arg(long)]
+    pub name: Option<String>,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -136,26 +152,11 @@ pub(crate) fn run_manifest(
                 ] {
                     outln!("  {k:<21} {}", summary[k].as_str().unwrap_or(""))?;
                 }
-                outln!("next: manifest sign-off --role operator --name NAME, then --role reviewer --name OTHER")?;
+                outln!("next: manifest sign-off --role operator --key OPERATOR.key, then --role reviewer --key REVIEWER.key (keys listed in [signers])")?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        ManifestCommand::SignOff(a) => {
-            let role = match a.role {
-                RoleArg::Operator => crate::schema::events::SignOffRole::Operator,
-                RoleArg::Reviewer => crate::schema::events::SignOffRole::Reviewer,
-            };
-            let ledger = Ledger::open(dir, wait)?;
-            let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
-                crate::method::decide::sign_off(s, a.lineage.as_deref(), role, &a.name)
-            })?;
-            if a.json {
-                print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
-            } else {
-                outln!("signed off as {role:?} at seq {}", done[0].seq)?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        ManifestCommand::SignOff(a) => run_sign_off(cli, a, wait),
         ManifestCommand::Show(a) => {
             let ledger = Ledger::open(dir, wait)?;
             let state = decide_state(&ledger)?;
@@ -193,6 +194,61 @@ pub(crate) fn run_manifest(
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `manifest sign-off`: signed with a key file or a note made elsewhere,
+/// or (v1 lineages only) a name; `--print-text` prints what is signed.
+fn run_sign_off(cli: &Cli, a: &SignOffArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    use crate::method::trust;
+    use crate::schema::events::SignOffRole;
+    let role = match a.role {
+        RoleArg::Operator => SignOffRole::Operator,
+        RoleArg::Reviewer => SignOffRole::Reviewer,
+    };
+    let key = a
+        .key
+        .as_deref()
+        .map(crate::cli::trust::read_signer_key)
+        .transpose()?;
+    let note = a.note.as_ref().map(read_text).transpose()?;
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    if a.print_text {
+        let state = decide_state(&ledger)?;
+        let l = state.lineage(a.lineage.as_deref())?;
+        out!(
+            "{}",
+            trust::sign_off_text(&l.frozen.lineage, role, &l.frozen.manifest_blake3)
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let refused = |why: String| Error::Refused {
+        rule: crate::schema::rule::Rule::Trust3,
+        message: format!(
+            "the {} sign-off does not count: {why}; nothing was appended",
+            role.as_str()
+        ),
+    };
+    let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
+        let signed = match (&key, &note, &a.name) {
+            (Some(k), _, _) => trust::sign_sign_off(s.lineage(a.lineage.as_deref())?, role, k),
+            (_, Some(n), _) => trust::sign_off_from_note(s.lineage(a.lineage.as_deref())?, role, n),
+            (_, _, Some(name)) => {
+                return crate::method::decide::sign_off(s, a.lineage.as_deref(), role, name)
+            }
+            _ => unreachable!("clap requires one of --key, --note, --name, --print-text"),
+        };
+        crate::method::decide::sign_off_signed(s, signed.map_err(refused)?)
+    })?;
+    if a.json {
+        print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;
+    } else {
+        let by = key
+            .as_ref()
+            .map(|k| format!(" with key {}", k.verifier().encode()))
+            .unwrap_or_default();
+        outln!("signed off as {}{by} at seq {}", role.as_str(), done[0].seq)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// TOML has no null: drop absent optional fields before rendering.

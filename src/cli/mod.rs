@@ -28,6 +28,8 @@ mod replay;
 mod report;
 mod resume;
 mod run;
+mod tlog;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -95,9 +97,24 @@ pub enum Command {
     /// gap, reordered, undecodable, non_canonical, truncated_record,
     /// bad_genesis, head_mismatch, head_missing, torn_tail, truncated,
     /// index_mismatch. Exit 1 on any damage.
-    Verify(common::JsonFlag),
+    ///
+    /// With --against NOTE: also that this ledger extends that signed
+    /// checkpoint (its root at the checkpoint's size is the checkpoint's);
+    /// exit 1 otherwise, naming the sizes between which the histories
+    /// diverge.
+    Verify(log::VerifyArgs),
     /// Print the head: the seq and hash of the last acknowledged record.
     Head(common::JsonFlag),
+    /// Signer keys for sign-offs and checkpoints (C2SP note keys).
+    #[command(subcommand)]
+    Key(tlog::KeyCommand),
+    /// Signed checkpoints of the ledger's Merkle tree (TRUST-1).
+    #[command(subcommand)]
+    Checkpoint(tlog::CheckpointCommand),
+    /// Inclusion and consistency proofs against signed checkpoints
+    /// (TRUST-2).
+    #[command(subcommand)]
+    Prove(tlog::ProveCommand),
     /// Print records as JSON lines: seq, hash, kind, recorded_at, actor,
     /// decoded payload.
     Log(log::LogArgs),
@@ -253,6 +270,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(a) => log::run_init(cli, a, wait),
         Command::Verify(a) => log::run_verify(cli, a, wait),
         Command::Head(a) => log::run_head(cli, a, wait),
+        Command::Key(k) => tlog::run_key(k),
+        Command::Checkpoint(c) => tlog::run_checkpoint(cli, c, wait),
+        Command::Prove(p) => tlog::run_prove(cli, p, wait),
         Command::Log(a) => log::run_log(cli, a, wait),
         Command::Export(a) => export::run_export(cli, a, wait),
         Command::Import(a) => log::run_import(cli, a, wait),

@@ -297,7 +297,7 @@ impl Runner<'_> {
             }
             Step::Audit | Step::Terminate { .. } => self.cleanup(l, &step).map(|()| None),
             Step::Seal => {
-                let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec)?;
+                let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec, None)?;
                 self.say(&format!("sealed {}: {}", self.spec, s.status));
                 Ok(None)
             }

@@ -15,3 +15,4 @@ pub(crate) mod scan;
 pub mod segment;
 pub mod store;
 pub mod tlog;
+pub mod tree;

@@ -388,8 +388,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            3,
-            "f88210802d15806af3d7c69f5e748e43a8a6c084e54016de378a52bfe4f10c86".to_string()
+            4,
+            "a97e3dc1b90d933b27b3f1ea596f4355f0a5facf680f0c9cb4c51782e47482a4".to_string()
         ),
         "state layout changed"
     );

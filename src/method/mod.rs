@@ -12,4 +12,5 @@ pub mod lineage;
 pub mod projections;
 pub mod run_plan;
 pub mod trial_config;
+pub mod trust;
 pub mod verdict;

@@ -340,6 +340,10 @@ pub struct LineageState {
     pub plan: Option<Plan>,
     /// Sign-offs by role: (name, seq).
     pub sign_offs: BTreeMap<SignOffRole, SignOff>,
+    /// The verifier key (as the frozen plan lists it) of each role's signed
+    /// sign-off that counts (TRUST-3); only these satisfy FREEZE-7 for a v2
+    /// lineage.
+    pub sign_off_keys: BTreeMap<SignOffRole, String>,
     /// Groups with anything recorded, by name.
     pub groups: BTreeMap<String, GroupState>,
     /// The latest gate observations.
@@ -351,10 +355,38 @@ pub struct LineageState {
 }
 
 impl LineageState {
-    /// True when both operator and reviewer signed off (FREEZE-7).
+    /// True when both operator and reviewer signed off (FREEZE-7): for a v2
+    /// lineage with keys the frozen plan lists (TRUST-3), for a v1 lineage
+    /// by name.
     pub fn signed_off(&self) -> bool {
-        self.sign_offs.contains_key(&SignOffRole::Operator)
-            && self.sign_offs.contains_key(&SignOffRole::Reviewer)
+        let roles = [SignOffRole::Operator, SignOffRole::Reviewer];
+        match self.plan {
+            Some(_) => roles.iter().all(|r| self.sign_off_keys.contains_key(r)),
+            None => roles.iter().all(|r| self.sign_offs.contains_key(r)),
+        }
+    }
+}
+
+/// A signed sign-off that counts (TRUST-3, checked again here: a record
+/// that was not appended by `decide` counts only if it holds) takes its
+/// role, replacing a name-only one in the report's list.
+fn signed_off_with_key(
+    l: &mut LineageState,
+    seq: u64,
+    s: &crate::schema::events::ManifestSignedOffV2,
+) {
+    if l.sign_off_keys.contains_key(&s.role) {
+        return;
+    }
+    if let Ok(key) = crate::method::trust::check_sign_off(l, s) {
+        l.sign_off_keys.insert(s.role, key);
+        l.sign_offs.insert(
+            s.role,
+            SignOff {
+                name: s.key_name.clone(),
+                seq,
+            },
+        );
     }
 }
 
@@ -546,6 +578,7 @@ impl State {
                 frozen,
                 plan,
                 sign_offs: BTreeMap::new(),
+                sign_off_keys: BTreeMap::new(),
                 groups: BTreeMap::new(),
                 gates: Gates::default(),
                 stopped: None,
@@ -566,6 +599,11 @@ impl State {
                         name: s.name.clone(),
                         seq,
                     });
+                }
+            }
+            Event::ManifestSignedOffV2(s) => {
+                if let Some(l) = self.lineages.get_mut(&s.lineage) {
+                    signed_off_with_key(l, seq, s);
                 }
             }
             Event::IdentityChecked(e) => {

@@ -195,6 +195,12 @@ vocabulary! {
     /// A lineage's manifest with its plan, validated and frozen (FREEZE-1..8,
     /// BIND-1..3, BIND-7, TRUST-3): the form every new lineage is frozen in.
     ManifestFrozenV2(ManifestFrozenV2) = "manifest_frozen.v2",
+    /// An operator's or reviewer's sign-off signed with a key the frozen
+    /// manifest lists for that role (FREEZE-7, TRUST-3).
+    ManifestSignedOffV2(ManifestSignedOffV2) = "manifest_signed_off.v2",
+    /// A checkpoint of the log before this record: origin, tree size and
+    /// Merkle root, signed or not (TRUST-1, TRUST-4).
+    CheckpointRecorded(CheckpointRecorded) = "checkpoint_recorded.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -356,6 +362,51 @@ pub struct ManifestSignedOff {
     pub role: SignOffRole,
     /// The person's name.
     pub name: String,
+}
+
+/// `manifest_signed_off.v2`: a sign-off signed with a key that the frozen
+/// plan lists for the role (FREEZE-7, TRUST-3). The signature is Ed25519
+/// over the sign-off text of `method::trust::sign_off_text` (SPEC section
+/// 11), a C2SP signed note's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSignedOffV2 {
+    /// The lineage label.
+    pub lineage: String,
+    /// The manifest hash signed off (must equal the frozen one).
+    pub manifest_blake3: String,
+    /// Operator or reviewer.
+    pub role: SignOffRole,
+    /// The C2SP key name of the signing key.
+    pub key_name: String,
+    /// The C2SP key id of the signing key, 8 lowercase hex digits.
+    pub key_id: String,
+    /// The 64-byte Ed25519 signature, standard padded base64.
+    pub signature: String,
+}
+
+// ---------------------------------------------------------------------------
+// Transparency log
+// ---------------------------------------------------------------------------
+
+/// `checkpoint_recorded.v1`: a checkpoint of every record before this one
+/// (TRUST-1): the C2SP checkpoint body (origin, tree size, RFC 6962 root over
+/// the leaves `u64_be(seq) || link hash`), and the signed note when a key
+/// signed it. Appended by `checkpoint sign` and after every `group seal`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRecorded {
+    /// The log's origin line, `benchledger/ledger/<ledger_id>`.
+    pub origin: String,
+    /// The tree size, in records: always this record's own seq.
+    pub tree_size: u64,
+    /// The Merkle root of the first `tree_size` records, 64 lowercase hex.
+    pub root: String,
+    /// The checkpoint as a C2SP signed note; `None` when unsigned.
+    pub note: Option<String>,
+    /// The C2SP verifier key that signed `note`; `None` when unsigned.
+    pub signer: Option<String>,
+    /// The group whose seal this checkpoint follows; `None` for
+    /// `checkpoint sign`.
+    pub sealed: Option<GroupRef>,
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 pub mod examples;
 pub mod http_server;
 pub mod scenario;
+pub mod tlog_vectors;
 pub mod vectors;
 
 #[cfg(test)]

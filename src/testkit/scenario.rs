@@ -178,7 +178,8 @@ impl World {
         }
     }
 
-    /// Freezes a manifest pair and signs it off (operator and reviewer).
+    /// Freezes a manifest pair and signs it off with the example keys
+    /// (operator `alice`, reviewer `bob`).
     pub fn freeze(&mut self, public: &str, private: &str) -> Result<()> {
         let frozen = crate::method::freeze::freeze(
             public,
@@ -189,12 +190,17 @@ impl World {
         self.lineage = frozen.lineage.clone();
         self.decide(|s, _| crate::method::decide::freeze(s, frozen))?;
         let l = self.lineage.clone();
-        self.decide(|s, _| {
-            crate::method::decide::sign_off(s, Some(&l), SignOffRole::Operator, "alice")
-        })?;
-        self.decide(|s, _| {
-            crate::method::decide::sign_off(s, Some(&l), SignOffRole::Reviewer, "bob")
-        })?;
+        for (role, who) in [
+            (SignOffRole::Operator, "alice"),
+            (SignOffRole::Reviewer, "bob"),
+        ] {
+            self.decide(|s, _| {
+                let key = crate::testkit::examples::signer(who);
+                let signed = crate::method::trust::sign_sign_off(s.lineage(Some(&l))?, role, &key)
+                    .map_err(crate::error::Error::input)?;
+                crate::method::decide::sign_off_signed(s, signed)
+            })?;
+        }
         Ok(())
     }
 

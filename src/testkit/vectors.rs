@@ -25,8 +25,68 @@ fn hex64(tag: &str) -> String {
 }
 
 /// One example event of every kind, in vocabulary order, each with an
-/// optional idempotency key.
+/// optional idempotency key. The last two are the example operator's
+/// signed sign-off (key `alice` of `testkit::examples::signer`, derivable
+/// by anyone) and a checkpoint of every record before it, signed by the
+/// same key.
 pub fn example_events() -> Vec<(Event, Option<String>)> {
+    use crate::schema::events::SignOffRole;
+    let mut events = events_before_trust();
+    let Some((Event::ManifestFrozenV2(frozen), _)) = events.last() else {
+        unreachable!("the v2 manifest closes the older kinds")
+    };
+    let alice = crate::testkit::examples::signer("alice");
+    let signed = crate::method::trust::sign_manifest(
+        &frozen.lineage,
+        &frozen.manifest_blake3,
+        SignOffRole::Operator,
+        &alice,
+    )
+    .expect("the example key signs");
+    events.push((Event::ManifestSignedOffV2(signed), None));
+    let checkpoint = checkpoint_of(&events, &alice);
+    events.push((Event::CheckpointRecorded(checkpoint), None));
+    events
+}
+
+/// The checkpoint of the chain of `events`, signed by `key`.
+fn checkpoint_of(
+    events: &[(Event, Option<String>)],
+    key: &crate::log::tlog::SignerKey,
+) -> crate::schema::events::CheckpointRecorded {
+    let mut tree = crate::log::tlog::MemoryNodes::new();
+    let mut prev = ZERO_HASH;
+    for (seq, (event, k)) in events.iter().enumerate() {
+        let seq = seq as u64;
+        let sealed = Sealed::new(
+            prev,
+            seq,
+            record(seq, event, k.clone())
+                .encode()
+                .expect("vector records are within the limit"),
+        );
+        prev = sealed.hash;
+        tree.append_leaf_hash(crate::log::tlog::record_leaf_hash(seq, &sealed.hash))
+            .expect("the example tree is small");
+    }
+    let Event::LedgerCreated(genesis) = &events[0].0 else {
+        unreachable!("the chain starts with genesis")
+    };
+    let origin = crate::log::tree::origin_of(&genesis.ledger_id);
+    let body = crate::log::tlog::Checkpoint::new(&origin, tree.size(), tree.root())
+        .expect("the example origin is valid");
+    crate::schema::events::CheckpointRecorded {
+        note: Some(crate::log::tlog::sign_note(&body.body(), &[key]).expect("example note signs")),
+        signer: Some(key.verifier().encode()),
+        origin,
+        tree_size: tree.size(),
+        root: hex::encode(tree.root()),
+        sealed: None,
+    }
+}
+
+/// One example event of every kind before signed sign-offs and checkpoints.
+fn events_before_trust() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::*;
     use crate::schema::money::{Dec, Rates};
     use std::collections::BTreeMap;

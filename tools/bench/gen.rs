@@ -759,15 +759,14 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
             (SignOffRole::Operator, "alice"),
             (SignOffRole::Reviewer, "bob"),
         ] {
-            w.push(
-                Event::ManifestSignedOff(ManifestSignedOff {
-                    lineage: label.clone(),
-                    manifest_blake3: frozen.manifest_blake3.clone(),
-                    role,
-                    name: name.into(),
-                }),
-                None,
-            );
+            let signed = benchledger::method::trust::sign_manifest(
+                &label,
+                &frozen.manifest_blake3,
+                role,
+                &benchledger::testkit::examples::signer(name),
+            )
+            .expect("the example keys sign");
+            w.push(Event::ManifestSignedOffV2(signed), None);
             w.commit();
         }
         let m = frozen.manifest.public.clone();

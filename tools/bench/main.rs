@@ -91,12 +91,17 @@ fn main() {
     );
     let want = |s: &str| opts.sections.is_empty() || opts.sections.iter().any(|x| x == s);
     let t = Instant::now();
-    let ledgers =
-        if want("replay") || want("cli") || want("verify") || want("decide") || want("open") {
-            ensure_ledgers(&opts)
-        } else {
-            Vec::new()
-        };
+    let ledgers = if want("replay")
+        || want("cli")
+        || want("verify")
+        || want("decide")
+        || want("open")
+        || want("tlog")
+    {
+        ensure_ledgers(&opts)
+    } else {
+        Vec::new()
+    };
     if want("ingest") {
         results.insert("ingest".into(), section_ingest(&opts));
     }
@@ -125,6 +130,12 @@ fn main() {
         results.insert(
             "decide".into(),
             section_decide(&opts, main_ledger(&opts, &ledgers)),
+        );
+    }
+    if want("tlog") {
+        results.insert(
+            "tlog".into(),
+            section_tlog(&opts, main_ledger(&opts, &ledgers)),
         );
     }
     if opts.sections.iter().any(|x| x == "crash") {
@@ -578,6 +589,116 @@ fn section_sled(opts: &Opts) -> Value {
     }
     println!();
     json!(out)
+}
+
+/// TRUST-1, TRUST-2 on a copy of the main ledger: signed checkpoints
+/// (`checkpoint sign` derives the tree by a verified walk of every record
+/// and rewrites the node cache), and proofs read from that cache (O(log n)
+/// node reads, plus opening the ledger and the frozen keys), each a fresh
+/// process.
+fn section_tlog(opts: &Opts, g: &Generated) -> Value {
+    println!("## Signed checkpoints and proofs (TRUST-1, TRUST-2)\n");
+    let dir = opts.work.join("tlog-ledger");
+    let _ = std::fs::remove_dir_all(&dir);
+    util::copy_dir(&g.dir, &dir);
+    let _ = std::fs::remove_file(dir.join(benchledger::log::tree::NODES_FILE));
+    let key = opts.work.join("tlog-bench.key");
+    let _ = std::fs::remove_file(&key);
+    let ledger = dir.display().to_string();
+    let key_arg = key.display().to_string();
+    let out = Command::new(&opts.bin)
+        .args(["key", "generate", "bench-op", "--out", &key_arg])
+        .output()
+        .expect("spawn key generate");
+    assert!(out.status.success(), "key generate failed");
+    let vkey = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string();
+    let note = |name: &str| opts.work.join(name).display().to_string();
+    let sign = |out: &str| {
+        spawn_timed(
+            &opts.bin,
+            &[
+                "--ledger",
+                &ledger,
+                "checkpoint",
+                "sign",
+                "--key",
+                &key_arg,
+                "-o",
+                out,
+            ],
+        )
+    };
+    let first = sign(&note("tlog-first.note"));
+    let runs = opts.runs.clamp(1, 10);
+    let mut later = Vec::new();
+    for i in 0..runs {
+        spawn_timed(
+            &opts.bin,
+            &["--ledger", &ledger, "note", &format!("tlog {i}")],
+        );
+        later.push(sign(&note("tlog-last.note")));
+    }
+    let seq = (g.events / 2).to_string();
+    let (first_note, last_note) = (note("tlog-first.note"), note("tlog-last.note"));
+    let mut inclusion = Vec::new();
+    let mut consistency = Vec::new();
+    for _ in 0..runs {
+        inclusion.push(spawn_timed(
+            &opts.bin,
+            &[
+                "--ledger",
+                &ledger,
+                "prove",
+                "inclusion",
+                &seq,
+                "--checkpoint",
+                &last_note,
+                "--vkey",
+                &vkey,
+            ],
+        ));
+        consistency.push(spawn_timed(
+            &opts.bin,
+            &[
+                "--ledger",
+                &ledger,
+                "prove",
+                "consistency",
+                &first_note,
+                &last_note,
+                "--vkey",
+                &vkey,
+            ],
+        ));
+    }
+    println!(
+        "On a copy of the {} ledger ({} events), each a fresh process; {runs} runs of the later ones.\n",
+        g.scale.name, g.events
+    );
+    println!("| step | p50 |");
+    println!("| --- | --- |");
+    println!(
+        "| first `checkpoint sign` (derives the tree, writes the node cache) | {:.1} ms |",
+        first * 1e3
+    );
+    println!(
+        "| later `checkpoint sign` (one more record each; derives the tree again) | {:.1} ms |",
+        median(&later) * 1e3
+    );
+    println!(
+        "| `prove inclusion` of seq {seq} | {:.1} ms |",
+        median(&inclusion) * 1e3
+    );
+    println!(
+        "| `prove consistency` first -> last checkpoint | {:.1} ms |\n",
+        median(&consistency) * 1e3
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    json!({ "events": g.events, "first_sign_secs": first, "sign_secs": later,
+            "inclusion_secs": inclusion, "consistency_secs": consistency })
 }
 
 fn spawn_timed(bin: &Path, args: &[&str]) -> f64 {

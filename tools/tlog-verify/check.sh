@@ -2,8 +2,12 @@
 # CI entry point for the independent tlog verifier: set up its venv, check every
 # vector of vectors.json with verify.py (no code shared with the Rust module), and
 # drive the command line on files cut from the vectors (good ones verify with exit
-# 0, tampered ones fail with exit 1). Ends with "N passed, N failed"; exits
-# non-zero on any failure.
+# 0, tampered ones fail with exit 1), check ledger-schema/vectors/tlog.json against
+# the committed vector chain, and (unless TLOG_VERIFY_LIVE=0, or without cargo)
+# verify what the CLI writes live: the seals' signed checkpoints, an inclusion
+# proof for a receipt, a consistency proof between the seals and the ledger's
+# export (the CLI test transparency::a_receipt_and_two_seals_verify_without_the_ledger
+# writes them). Ends with "N passed, N failed"; exits non-zero on any failure.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,6 +70,41 @@ expect "tampered inclusion proof fails" 1 "$PY" "$VERIFY" inclusion "$TMP/bad-in
 expect "consistency proof verifies" 0 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/old.note" "$TMP/new.note" --vkey "$LOG" --witness "$W"
 expect "consistency with swapped notes fails" 1 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/new.note" "$TMP/old.note" --vkey "$LOG"
 expect "missing file is a usage error" 2 "$PY" "$VERIFY" note "$TMP/nothing.note" --vkey "$LOG"
+
+# 3. The vectors over the vector chain (ledger SPEC section 11).
+ROOT="$(cd "$HERE/../.." && pwd)"
+expect "ledger-schema/vectors/tlog.json against chain.jsonl" 0 "$PY" "$VERIFY" chain-vectors "$ROOT/ledger-schema/vectors/tlog.json"
+
+# 4. Live output of the CLI.
+if [[ "${TLOG_VERIFY_LIVE:-1}" == 1 ]] && command -v cargo >/dev/null; then
+  L="$TMP/live"
+  rc=0
+  (cd "$ROOT" && BENCHLEDGER_TLOG_LIVE_DIR="$L" cargo test --quiet --no-default-features --test cli \
+    transparency::a_receipt_and_two_seals_verify_without_the_ledger) >"$TMP/live.log" 2>&1 || rc=$?
+  if [[ $rc -eq 0 && -f "$L/ledger.jsonl" ]]; then pass "the CLI wrote the live artifacts"; else
+    fail "the CLI wrote the live artifacts (exit $rc)"; tail -n 20 "$TMP/live.log" | sed 's/^/    /'; fi
+  A="@$L/alice.vkey"
+  expect "live: the first seal's checkpoint verifies" 0 "$PY" "$VERIFY" checkpoint "$L/seal1.note" --vkey "$A"
+  expect "live: the second seal's checkpoint verifies" 0 "$PY" "$VERIFY" checkpoint "$L/seal2.note" --vkey "$A"
+  expect "live: the seal checkpoints are not signed by the vectors' key" 1 "$PY" "$VERIFY" checkpoint "$L/seal2.note" --vkey "$LOG"
+  expect "live: a receipt's inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/receipt.inclusion.json" --vkey "$A"
+  expect "live: the seals' consistency proof verifies (no ledger)" 0 "$PY" "$VERIFY" consistency "$L/seals.consistency.json" "$L/seal1.note" "$L/seal2.note" --vkey "$A"
+  expect "live: the bundle's seal inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/bundle-seal.inclusion.json" --vkey "$A"
+  expect "live: the export has the first seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal1.note" --vkey "$A"
+  expect "live: the export has the second seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal2.note" --vkey "$A"
+  # One record rewritten (its hash changed, the next prev_hash too): the
+  # export no longer has the signed root.
+  "$PY" - "$L/ledger.jsonl" "$TMP/rewritten.jsonl" <<'PYEOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+new = "ab" * 32
+lines[10]["hash"] = new
+lines[11]["prev_hash"] = new
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    f.writelines(json.dumps(l) + "\n" for l in lines)
+PYEOF
+  expect "live: a rewritten export does not have the signed root" 1 "$PY" "$VERIFY" ledger "$TMP/rewritten.jsonl" "$L/seal1.note" --vkey "$A"
+fi
 
 echo "tlog-verify: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

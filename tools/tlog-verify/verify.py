@@ -10,7 +10,9 @@ hashlib.
     verify.py checkpoint NOTE --vkey LOG_VKEY [--witness VKEY ...]
     verify.py inclusion PROOF.json --vkey LOG_VKEY [--witness VKEY ...]
     verify.py consistency PROOF.json OLD_NOTE NEW_NOTE --vkey LOG_VKEY [--witness VKEY ...]
+    verify.py ledger EXPORT.jsonl NOTE --vkey LOG_VKEY [--witness VKEY ...]
     verify.py vectors vectors.json
+    verify.py chain-vectors ledger-schema/vectors/tlog.json
 
 A VKEY argument is the key text, or @FILE to read it from a file.
 Exit status: 0 verified, 1 verification failed, 2 usage or unreadable input.
@@ -709,6 +711,90 @@ def cmd_vectors(path: str) -> int:
     return 0 if t.failed == 0 and t.passed > 0 else 1
 
 
+# --- a ledger export and the vectors over the vector chain ------------------------
+
+
+def export_leaves(text: str) -> list[bytes]:
+    """The leaf hashes of an `export --jsonl` file (ledger SPEC sections 9 and
+    11): leaf i is u64_be(seq) || the line's `hash`, seqs 0, 1, 2, ... with
+    each `prev_hash` the previous line's `hash` (the record hashes themselves
+    are SPEC section 9's check, not this tool's)."""
+    leaves, prev = [], bytes(32)
+    for i, line in enumerate(text.splitlines()):
+        try:
+            doc = json.loads(line)
+        except ValueError as e:
+            fail(f"export line {i + 1} does not parse: {e}")
+        if not isinstance(doc, dict) or doc.get("seq") != i:
+            fail(f"export line {i + 1} is not seq {i}")
+        if hex32(str(doc.get("prev_hash")), "prev_hash") != prev:
+            fail(f"export line {i + 1}: prev_hash is not the previous line's hash")
+        prev = hex32(str(doc.get("hash")), "hash")
+        leaves.append(leaf_hash(i.to_bytes(8, "big") + prev))
+    return leaves
+
+
+def verify_ledger(export: str, note: str, log_key: Key, witnesses: list[Key]) -> Checkpoint:
+    """The signed checkpoint `note` is the RFC 6962 root of the export's
+    first tree-size records."""
+    cp, _ = verify_checkpoint_note(note, log_key, witnesses)
+    leaves = export_leaves(export)
+    if cp.size > len(leaves):
+        fail(f"the checkpoint covers {cp.size} records, the export has {len(leaves)}")
+    if mth(leaves[: cp.size]) != cp.root:
+        fail(f"the export's root at size {cp.size} differs from the checkpoint's")
+    return cp
+
+
+def cmd_chain_vectors(path: str) -> int:
+    """ledger-schema/vectors/tlog.json against the chain file next to it."""
+    import os
+
+    with open(path, encoding="utf-8") as f:
+        v = json.load(f)
+    chain = read_text_all(os.path.join(os.path.dirname(path), v["chain"]))
+    t = Tally()
+    leaves = export_leaves(chain)
+    log = parse_vkey(v["log_vkey"])
+    t.check("every root of the chain's prefixes", lambda: [r["size"] for r in v["roots"]] == list(
+        range(1, len(leaves) + 1)) and all(mth(leaves[: r["size"]]) == hex32(r["root"], "root") for r in v["roots"]))
+    rec = v["recorded_checkpoint"]
+    recorded_line = json.loads(chain.splitlines()[rec["seq"]])
+    t.check("the chain's checkpoint record holds the note", lambda: recorded_line["kind"] == "checkpoint_recorded.v1"
+            and recorded_line["payload"]["note"] == rec["note"])
+    t.check("the recorded checkpoint verifies against the chain",
+            lambda: verify_ledger(chain, rec["note"], log, []).size == rec["seq"])
+    t.check("the head checkpoint verifies against the chain",
+            lambda: verify_ledger(chain, v["head_note"], log, []).size == len(leaves))
+    for text in v["inclusion_proofs"]:
+        doc = json.loads(text)
+        i = doc["leaf_index"]
+        t.check(f"inclusion of seq {i} verifies with the note alone",
+                lambda: verify_inclusion_json(text, log, []).size == len(leaves))
+        t.check(f"inclusion of seq {i}: the chain's link hash and RFC 6962 PATH", lambda: hex32(
+            doc["link_hash"], "link") == hex32(json.loads(chain.splitlines()[i])["hash"], "hash") and [
+            b64_strict(h, "hash") for h in doc["hashes"]] == rfc6962_path(i, leaves))
+        moved = dict(doc, leaf_index=i ^ 1)
+        t.must_fail(f"inclusion of seq {i} at a moved index", lambda: verify_inclusion_json(
+            json.dumps(moved), log, []))
+    for c in v["consistency_proofs"]:
+        doc = json.loads(c["proof_json"])
+        m, n = doc["old_size"], doc["new_size"]
+        t.check(f"consistency {m} -> {n} verifies with the notes alone", lambda: verify_consistency_json(
+            c["proof_json"], c["old_note"], c["new_note"], log, [])[1].size == n)
+        t.check(f"consistency {m} -> {n} equals RFC 6962 PROOF", lambda: [
+            b64_strict(h, "hash") for h in doc["hashes"]] == rfc6962_subproof(m, leaves[:n], True))
+        t.must_fail(f"consistency {m} -> {n} with swapped notes", lambda: verify_consistency_json(
+            c["proof_json"], c["new_note"], c["old_note"], log, []))
+    print(f"{t.passed} passed, {t.failed} failed")
+    return 0 if t.failed == 0 and t.passed > 0 else 1
+
+
+def read_text_all(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 # --- command line ---------------------------------------------------------------
 
 
@@ -730,6 +816,8 @@ def key_arg(text: str) -> Key:
 def run(args: argparse.Namespace) -> int:
     if args.cmd == "vectors":
         return cmd_vectors(args.file)
+    if args.cmd == "chain-vectors":
+        return cmd_chain_vectors(args.file)
     keys = [key_arg(k) for k in args.vkey]
     witnesses = [key_arg(k) for k in args.witness]
     if args.cmd == "note":
@@ -742,6 +830,9 @@ def run(args: argparse.Namespace) -> int:
     if args.cmd == "checkpoint":
         cp, _ = verify_checkpoint_note(read_text(args.file), keys[0], witnesses)
         print(f"origin {cp.origin} size {cp.size} root {b64(cp.root)}")
+    elif args.cmd == "ledger":
+        cp = verify_ledger(read_text_all(args.file), read_text(args.note), keys[0], witnesses)
+        print(f"the export has the root of {cp.origin} at size {cp.size}")
     elif args.cmd == "inclusion":
         cp = verify_inclusion_json(read_text(args.file), keys[0], witnesses)
         print(f"inclusion verified in {cp.origin} at size {cp.size}")
@@ -755,15 +846,18 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("note", "checkpoint", "inclusion", "consistency"):
+    for name in ("note", "checkpoint", "inclusion", "consistency", "ledger"):
         p = sub.add_parser(name)
         p.add_argument("file")
         if name == "consistency":
             p.add_argument("old_note")
             p.add_argument("new_note")
+        if name == "ledger":
+            p.add_argument("note")
         p.add_argument("--vkey", action="append", required=True, help="verifier key, or @FILE")
         p.add_argument("--witness", action="append", default=[], help="witness cosignature/v1 key, or @FILE")
     sub.add_parser("vectors").add_argument("file")
+    sub.add_parser("chain-vectors").add_argument("file")
     args = parser.parse_args(argv)
     try:
         return run(args)

@@ -4,7 +4,9 @@ use crate::error::{Error, Result};
 use crate::method::decide::refuse;
 use crate::method::projections::State;
 use crate::method::projections::{Claim, SignOff};
-use crate::schema::events::{Event, ManifestFrozenV2, ManifestSignedOff, SignOffRole};
+use crate::schema::events::{
+    Event, ManifestFrozenV2, ManifestSignedOff, ManifestSignedOffV2, SignOffRole,
+};
 use crate::schema::rule::Rule;
 
 /// Longest sign-off name, in bytes.
@@ -53,6 +55,16 @@ pub fn sign_off(
             "--name must be 1 to {SIGN_OFF_NAME_BYTES_MAX} printable bytes"
         )));
     }
+    if l.plan.is_some() {
+        return Err(refuse(
+            Rule::Trust3,
+            format!(
+                "lineage {:?} lists its signers: a sign-off is a signature by a key the manifest lists for the role (`manifest sign-off --role {} --key FILE`); a bare name never counts",
+                l.frozen.lineage,
+                role.as_str()
+            ),
+        ));
+    }
     if let Some(SignOff { name: who, seq }) = l.sign_offs.get(&role) {
         return Err(refuse(
             Rule::Freeze7,
@@ -75,4 +87,37 @@ pub fn sign_off(
         role,
         name: name.to_string(),
     })])
+}
+
+/// `manifest sign-off --key | --note`: records a signed sign-off of a v2
+/// lineage, once per role (FREEZE-7); refused unless it counts: the key is
+/// listed for the role, the signature verifies over the frozen manifest
+/// hash, and the other role was signed with another key (TRUST-3).
+pub fn sign_off_signed(state: &State, signed: ManifestSignedOffV2) -> Result<Vec<Event>> {
+    let l = state.lineage(Some(&signed.lineage))?;
+    if let (Some(key), Some(SignOff { seq, .. })) = (
+        l.sign_off_keys.get(&signed.role),
+        l.sign_offs.get(&signed.role),
+    ) {
+        let name = key.split('+').next().unwrap_or_default();
+        return Err(refuse(
+            Rule::Freeze7,
+            format!(
+                "lineage {:?} was already signed off as {} with key {name:?} at seq {seq}",
+                l.frozen.lineage,
+                signed.role.as_str()
+            ),
+        ));
+    }
+    if let Err(why) = crate::method::trust::check_sign_off(l, &signed) {
+        return Err(refuse(
+            Rule::Trust3,
+            format!(
+                "the {} sign-off of lineage {:?} does not count: {why}; nothing was appended",
+                signed.role.as_str(),
+                l.frozen.lineage
+            ),
+        ));
+    }
+    Ok(vec![Event::ManifestSignedOffV2(signed)])
 }

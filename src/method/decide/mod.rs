@@ -17,10 +17,10 @@ mod seal;
 
 pub use case::{case_start, resume, CaseStart, ResumeRow};
 pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_result_case};
-pub use freeze::{freeze, sign_off, SIGN_OFF_NAME_BYTES_MAX};
+pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};
 pub use lineage::{control_reuse, feedback, lineage_stop};
-pub use seal::seal;
+pub use seal::{seal, seal_checkpoint, seal_signer};
 
 use crate::error::{Error, Result};
 use crate::method::projections::LineageState;

@@ -1,12 +1,16 @@
-//! `group seal` (VERDICT-1..4, CASE-9, SETTLE-8, LINEAGE-5, LINEAGE-6): the
-//! decision that attests the group's verdict, and what follows from it.
+//! `group seal` (VERDICT-1..4, CASE-9, SETTLE-8, LINEAGE-5, LINEAGE-6,
+//! TRUST-1, TRUST-3): the decision that attests the group's verdict, what
+//! follows from it, and the checkpoint of the log that ends it.
 
 use crate::error::Result;
+use crate::log::tlog::{sign_note, Checkpoint, SignerKey};
 use crate::method::decide::evidence::evidence_group;
 use crate::method::decide::{manifest_group, refuse};
 use crate::method::projections::{At, CaseStatus, GroupState, LineageState, State};
 use crate::method::verdict::{self, SettlementState, Verdict, VerdictStatus};
-use crate::schema::events::{ControlRegistered, Event, GroupRef, GroupSealed, LineageStopped};
+use crate::schema::events::{
+    CheckpointRecorded, ControlRegistered, Event, GroupRef, GroupSealed, LineageStopped,
+};
 use crate::schema::manifest::is_non_evaluation;
 use crate::schema::rule::Rule;
 
@@ -150,4 +154,34 @@ pub fn seal(
     })];
     out.extend(consequences(l, &gref, &v));
     Ok(out)
+}
+
+/// TRUST-3: a seal's checkpoint is signed only with one of the lineage's
+/// frozen operator keys.
+pub fn seal_signer(state: &State, lineage: Option<&str>, signer: &SignerKey) -> Result<()> {
+    let l = state.lineage(lineage)?;
+    crate::method::trust::check_seal_signer(l, &signer.verifier())
+        .map_err(|why| refuse(Rule::Trust3, format!("{why}; nothing was appended")))
+}
+
+/// TRUST-1: the checkpoint record a seal appends after its events: the
+/// checkpoint of every record before it (`checkpoint`, computed from the
+/// log), signed with `signer` when given (checked by [`seal_signer`]).
+pub fn seal_checkpoint(
+    sealed: &GroupRef,
+    checkpoint: &Checkpoint,
+    signer: Option<&SignerKey>,
+) -> Result<Event> {
+    let signed = signer
+        .map(|key| sign_note(&checkpoint.body(), &[key]).map(|note| (note, key)))
+        .transpose()
+        .map_err(|e| crate::error::Error::input(format!("cannot sign the checkpoint: {e}")))?;
+    Ok(Event::CheckpointRecorded(CheckpointRecorded {
+        origin: checkpoint.origin().to_string(),
+        tree_size: checkpoint.size(),
+        root: hex::encode(checkpoint.root()),
+        note: signed.as_ref().map(|(note, _)| note.clone()),
+        signer: signed.map(|(_, key)| key.verifier().encode()),
+        sealed: Some(sealed.clone()),
+    }))
 }

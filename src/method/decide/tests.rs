@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::method::projections::{At, CaseStatus, State};
-use crate::schema::events::{Event, ManifestFrozenV2, SignOffRole};
+use crate::schema::events::{Event, ManifestFrozenV2, ManifestSignedOff, SignOffRole};
 use crate::schema::verdict::VerdictStatus;
 use crate::testkit::examples::{frozen as example, EXAMPLE_MANIFEST as EXAMPLE, EXAMPLE_PRIVATE};
 
@@ -100,51 +100,113 @@ fn reusing_a_port_path_or_job_name_of_an_earlier_lineage_is_refused() {
     );
 }
 
+/// The example lineage's sign-off for `role` signed with the example key
+/// `who` (`alice` is the frozen operator, `bob` the reviewer).
+fn signed_by(
+    s: &State,
+    role: SignOffRole,
+    who: &str,
+) -> crate::schema::events::ManifestSignedOffV2 {
+    let key = crate::testkit::examples::signer(who);
+    crate::method::trust::sign_sign_off(s.lineage(None).unwrap(), role, &key).unwrap()
+}
+
 #[test]
-fn operator_and_reviewer_sign_off_once_each() {
-    // rule FREEZE-7
+fn operator_and_reviewer_sign_off_once_each_with_their_listed_keys() {
+    // rule FREEZE-7, rule TRUST-3
     let s = given(&[frozen_event()]);
-    let op = sign_off(&s, None, SignOffRole::Operator, "alice").unwrap();
+    let op = sign_off_signed(&s, signed_by(&s, SignOffRole::Operator, "alice")).unwrap();
     let s = given(&[frozen_event(), op[0].clone()]);
     assert!(!s.lineage(None).unwrap().signed_off());
     assert_eq!(
-        rule(sign_off(&s, None, SignOffRole::Operator, "carol")),
+        rule(sign_off_signed(
+            &s,
+            signed_by(&s, SignOffRole::Operator, "alice")
+        )),
         "FREEZE-7"
     );
-    let rev = sign_off(
-        &s,
-        Some("short13-kimi-2026-11"),
-        SignOffRole::Reviewer,
-        "bob",
-    )
-    .unwrap();
+    let rev = sign_off_signed(&s, signed_by(&s, SignOffRole::Reviewer, "bob")).unwrap();
     let s = given(&[frozen_event(), op[0].clone(), rev[0].clone()]);
     assert!(s.lineage(None).unwrap().signed_off());
-    let Event::ManifestSignedOff(e) = &rev[0] else {
+    let Event::ManifestSignedOffV2(e) = &rev[0] else {
         panic!()
     };
     assert_eq!(e.manifest_blake3, example().manifest_blake3);
+    assert_eq!((e.key_name.as_str(), e.key_id.len()), ("bob", 8));
 }
 
 #[test]
-fn operator_and_reviewer_are_two_distinct_names() {
-    // rule FREEZE-7
-    let op = sign_off(
-        &given(&[frozen_event()]),
-        None,
-        SignOffRole::Operator,
-        "alice",
-    )
-    .unwrap();
-    let s = given(&[frozen_event(), op[0].clone()]);
+fn a_key_outside_the_list_a_forged_signature_or_one_key_in_both_roles_never_counts() {
+    // rule TRUST-3, rule FREEZE-7
+    let s = given(&[frozen_event()]);
+    // The reviewer's key as operator, an unlisted key, a forged signature.
     assert_eq!(
-        rule(sign_off(&s, None, SignOffRole::Reviewer, "alice")),
-        "FREEZE-7"
+        rule(sign_off_signed(
+            &s,
+            signed_by(&s, SignOffRole::Operator, "bob")
+        )),
+        "TRUST-3"
     );
+    assert_eq!(
+        rule(sign_off_signed(
+            &s,
+            signed_by(&s, SignOffRole::Operator, "carol")
+        )),
+        "TRUST-3"
+    );
+    let mut forged = signed_by(&s, SignOffRole::Operator, "alice");
+    forged.signature = signed_by(&s, SignOffRole::Reviewer, "alice").signature;
+    assert_eq!(rule(sign_off_signed(&s, forged.clone())), "TRUST-3");
+    let mut other_hash = signed_by(&s, SignOffRole::Operator, "alice");
+    other_hash.manifest_blake3 = "00".repeat(32);
+    assert_eq!(rule(sign_off_signed(&s, other_hash)), "TRUST-3");
+    // A forged record in the log is ignored by the fold.
+    let s = given(&[frozen_event(), Event::ManifestSignedOffV2(forged)]);
+    assert!(s.lineage(None).unwrap().sign_off_keys.is_empty());
+    // One key listed in both roles (a manifest the freeze would refuse):
+    // the second role's sign-off with it does not count.
+    let mut both = example();
+    both.plan.signers.reviewers = both.plan.signers.operators.clone();
+    let both = Event::ManifestFrozenV2(both);
+    let s = given(std::slice::from_ref(&both));
+    let op = sign_off_signed(&s, signed_by(&s, SignOffRole::Operator, "alice")).unwrap();
+    let s = given(&[both, op[0].clone()]);
+    let r = sign_off_signed(&s, signed_by(&s, SignOffRole::Reviewer, "alice"));
+    assert_eq!(rule(r), "TRUST-3");
 }
 
 #[test]
-fn sign_off_needs_a_frozen_lineage_and_a_name() {
+fn a_bare_name_never_signs_off_a_lineage_that_lists_signers() {
+    // rule TRUST-3
+    let s = given(&[frozen_event()]);
+    assert_eq!(
+        rule(sign_off(&s, None, SignOffRole::Operator, "alice")),
+        "TRUST-3"
+    );
+    // A name-only record (as ledgers before signed sign-offs hold it) is
+    // still read, and listed, but never satisfies FREEZE-7 for v2.
+    let s = given(&[
+        frozen_event(),
+        Event::ManifestSignedOff(ManifestSignedOff {
+            lineage: "short13-kimi-2026-11".into(),
+            manifest_blake3: example().manifest_blake3,
+            role: SignOffRole::Operator,
+            name: "alice".into(),
+        }),
+        Event::ManifestSignedOff(ManifestSignedOff {
+            lineage: "short13-kimi-2026-11".into(),
+            manifest_blake3: example().manifest_blake3,
+            role: SignOffRole::Reviewer,
+            name: "bob".into(),
+        }),
+    ]);
+    let l = s.lineage(None).unwrap();
+    assert_eq!(l.sign_offs.len(), 2);
+    assert!(!l.signed_off());
+}
+
+#[test]
+fn sign_off_needs_a_frozen_lineage() {
     assert!(matches!(
         sign_off(&given(&[]), None, SignOffRole::Operator, "a"),
         Err(Error::Input(_))
@@ -154,14 +216,10 @@ fn sign_off_needs_a_frozen_lineage_and_a_name() {
         sign_off(&s, Some("nope"), SignOffRole::Operator, "a"),
         Err(Error::Input(_))
     ));
+    let mut elsewhere = signed_by(&s, SignOffRole::Operator, "alice");
+    elsewhere.lineage = "nope".into();
     assert!(matches!(
-        sign_off(&s, None, SignOffRole::Operator, "  "),
-        Err(Error::Input(_))
-    ));
-    let at = "n".repeat(SIGN_OFF_NAME_BYTES_MAX);
-    assert!(sign_off(&s, None, SignOffRole::Operator, &at).is_ok());
-    assert!(matches!(
-        sign_off(&s, None, SignOffRole::Operator, &format!("{at}n")),
+        sign_off_signed(&s, elsewhere),
         Err(Error::Input(_))
     ));
 }
@@ -176,7 +234,15 @@ fn with_two_lineages_a_label_is_required() {
         sign_off(&s, None, SignOffRole::Operator, "a"),
         Err(Error::Input(_))
     ));
-    assert!(sign_off(&s, Some("short13-kimi-2026-12"), SignOffRole::Operator, "a").is_ok());
+    assert_eq!(
+        rule(sign_off(
+            &s,
+            Some("short13-kimi-2026-12"),
+            SignOffRole::Operator,
+            "a"
+        )),
+        "TRUST-3"
+    );
 }
 
 // --- groups and cases (issue: case lifecycle) -------------------------------
@@ -205,20 +271,11 @@ mod lifecycle {
     }
 
     fn signed() -> Vec<Event> {
+        let s = given(&[frozen_event()]);
         vec![
             frozen_event(),
-            Event::ManifestSignedOff(ManifestSignedOff {
-                lineage: L.into(),
-                manifest_blake3: String::new(),
-                role: SignOffRole::Operator,
-                name: "alice".into(),
-            }),
-            Event::ManifestSignedOff(ManifestSignedOff {
-                lineage: L.into(),
-                manifest_blake3: String::new(),
-                role: SignOffRole::Reviewer,
-                name: "bob".into(),
-            }),
+            Event::ManifestSignedOffV2(signed_by(&s, SignOffRole::Operator, "alice")),
+            Event::ManifestSignedOffV2(signed_by(&s, SignOffRole::Reviewer, "bob")),
         ]
     }
 
@@ -805,8 +862,14 @@ mod lifecycle {
             "p",
         )
         .unwrap();
-        let mut d = vec![Event::ManifestFrozenV2(disabled)];
-        d.extend(e.into_iter().skip(1));
+        let disabled = Event::ManifestFrozenV2(disabled);
+        let s = given(std::slice::from_ref(&disabled));
+        let mut d = vec![
+            disabled,
+            Event::ManifestSignedOffV2(signed_by(&s, SignOffRole::Operator, "alice")),
+            Event::ManifestSignedOffV2(signed_by(&s, SignOffRole::Reviewer, "bob")),
+        ];
+        d.extend(e.into_iter().skip(3));
         assert_eq!(rule(start(&d, "control", c1)), "CASE-6");
     }
 
