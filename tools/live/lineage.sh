@@ -27,10 +27,13 @@
 #   4. report --out RUN_DIR/report, verify, audit; the verdicts, the report
 #      path and the wall time. Exit 0 only if every group was accepted.
 #
-# Needs: the benchledger binary built with `--features aws`
-# (BENCHLEDGER_BIN, default $CARGO_TARGET_DIR or target, debug/benchledger),
-# bro (tools/live/README.md, "Build"), tools/.venv-harbor, tools/.venv-moto,
-# tools/.venv-live (tools/live/setup.sh), root (the sandbox's chroot).
+# Needs: benchledger (BENCHLEDGER_BIN, default $CARGO_TARGET_DIR or target,
+# debug/benchledger) and, for the AWS gate verbs, a `--features aws` build
+# (BENCHLEDGER_AWS_BIN, default BENCHLEDGER_BIN); bro (BENCHLEDGER_LIVE_BRO,
+# default target/live-tools/bin/bro, installed from the crate registry when
+# missing); tools/.venv-harbor, tools/.venv-moto, tools/.venv-live (made on
+# first use); root (the sandbox's chroot). Stdout/stderr: one line per stage,
+# case and group, then the verdicts, the stage times and the wall time.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,15 +50,56 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 BL="${BENCHLEDGER_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/benchledger}"
-[[ -x "$BL" ]] || { echo "live/lineage: no benchledger at $BL (cargo build --features aws)" >&2; exit 1; }
+[[ -x "$BL" ]] || { echo "live/lineage: no benchledger at $BL (cargo build --no-default-features)" >&2; exit 1; }
+# The AWS gates (identity prove, quota check, check residue, cleanup audit:
+# GATE-1..3, CLEAN-2) need a build with `--features aws`: BENCHLEDGER_AWS_BIN,
+# else BL itself. Every other verb runs from BL.
+BL_AWS="${BENCHLEDGER_AWS_BIN:-$BL}"
+has_aws() { grep -q -a -m1 servicequotas "$1"; }
+if [[ ! -x "$BL_AWS" ]] || ! has_aws "$BL_AWS"; then
+  echo "live/lineage: $BL_AWS has no AWS support; set BENCHLEDGER_AWS_BIN to a \`cargo build --features aws\` binary" >&2
+  exit 1
+fi
+# bro: BENCHLEDGER_LIVE_BRO, else target/live-tools/bin/bro, built from the
+# crate registry when missing (the pinned version; ~15-35 min cold on 2 cores).
+export BENCHLEDGER_LIVE_BRO="${BENCHLEDGER_LIVE_BRO:-$REPO/target/live-tools/bin/bro}"
+if [[ ! -x "$BENCHLEDGER_LIVE_BRO" ]]; then
+  root="$(dirname "$(dirname "$BENCHLEDGER_LIVE_BRO")")"
+  echo "live/lineage: building bro 1.0.0-alpha.35 into $root" >&2
+  CARGO_TARGET_DIR="${BRO_BUILD_DIR:-$REPO/target/bro-build}" nice -n 5 cargo install bitrouter \
+    --version =1.0.0-alpha.35 --no-default-features --features core --locked --root "$root" >&2 \
+    || { echo "live/lineage: the bro build failed" >&2; exit 1; }
+fi
 run="${run:-$REPO/tools/.run/live/lineage-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$run"
 run="$(cd "$run" && pwd)"
 LOG="$run/lineage.log"
 say() { echo "live/lineage: $*" | tee -a "$LOG" >&2; }
-die() { say "STOP: $*"; summary; exit 1; }
+STAGES=()
+CURRENT_STAGE=""
+STAGE_T=$SECONDS
+begin() { end_stage; CURRENT_STAGE="$1"; STAGE_T=$SECONDS; }  # a named stage, timed
+end_stage() {
+  [[ -n "$CURRENT_STAGE" ]] || return 0
+  STAGES+=("$CURRENT_STAGE=$((SECONDS - STAGE_T))s"); CURRENT_STAGE=""
+}
+declare -A VERDICT
+GROUPS_RUN=()
+summary() {
+  say "verdicts: $(for g in "${GROUPS_RUN[@]}"; do printf '%s=%s ' "$g" "${VERDICT[$g]:-not sealed}"; done)"
+  say "requests through bro: $(cat "$run"/groups/*/traces.jsonl 2>/dev/null | wc -l) (traces of the groups)"
+  say "stages: ${STAGES[*]}"
+  say "wall time $((SECONDS - T0)) s; run directory $run"
+}
+
+die() {
+  end_stage; say "STOP: $*"
+  [[ -n "${MONITOR_PID:-}" ]] && { touch "$run"/groups/*/monitor.stop 2>/dev/null; wait "$MONITOR_PID"; }
+  summary; exit 1
+}
 
 # --- 1. manifest and stack ---------------------------------------------------
+begin setup+manifest
 PY="$(bash "$HERE/setup.sh" 2>>"$LOG" | tail -n 1)"
 if [[ ! -f "$run/manifest.toml" ]]; then
   "$PY" "$HERE/manifest.py" --run-dir "$run" >>"$LOG" 2>&1 || die "manifest.py failed (see $LOG)"
@@ -72,6 +116,7 @@ LINEAGE="$(J lineage)"
 say "lineage $LINEAGE in $run"
 stop_stack() { [[ $keep_up -eq 1 ]] || bash "$HERE/down.sh" --lineage "$run" >>"$LOG" 2>&1; }
 trap stop_stack EXIT
+begin stack-up
 eval "$(bash "$HERE/up.sh" --lineage "$run" 2>>"$LOG")" || die "the stack did not start (see $LOG)"
 export AWS_CONFIG_FILE="$(J aws_config)" AWS_SHARED_CREDENTIALS_FILE="$(J aws_credentials)"
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
@@ -87,10 +132,11 @@ bl() { # benchledger with the run's ledger; argv and exit status logged
   return $rc
 }
 must() { bl "$@" >>"$LOG" || die "benchledger $* (exit $?; see $LOG)"; }
+must_aws() { BL="$BL_AWS" must "$@"; }  # an AWS gate verb
 PRIVATE="$run/manifest.private.toml"
-declare -A VERDICT
 
 # --- 2. freeze, sign off, preflight -----------------------------------------
+begin freeze+preflight
 if [[ ! -d "$run/ledger" ]]; then
   must init
   must manifest freeze "$run/manifest.toml" --private "$PRIVATE"
@@ -140,6 +186,7 @@ run_case() { # group task trial
 r=[json.load(open(p)) for p in glob.glob(sys.argv[1]+"/*/result.json") if json.load(open(p)).get("trial_name")==sys.argv[2]]
 print(((r[0].get("verifier_result") or {}).get("rewards") or {}).get("reward","no result") if r else "no result")' \
     "$(J jobs_dir)/$(J groups "$g" job_name)" "$(trial_name "$g" "$task" "$trial")")"
+  ingest_harbor "$g"
   say "  $g $case: $((SECONDS - t)) s, reward $reward"
 }
 
@@ -180,9 +227,18 @@ with open(sys.argv[2],"w") as f:
   say "  $g evidence: $(wc -l < "$(J groups "$g" trace_path)") traces, ${#pending[@]} pending reconciled, $(wc -l < "$out/receipts.jsonl") receipts"
 }
 
+ingest_harbor() { # group: its trials so far (CASE-7: a case is terminal once its result is in)
+  local g="$1" job
+  job="$(J jobs_dir)/$(J groups "$g" job_name)"
+  # `harbor trial start` writes trial directories only; a job.log (not
+  # evidence, never listed) marks the directory as the group's one job.
+  grep -h "case start $g " "$LOG" > "$job/job.log"
+  must ingest harbor "$g" "$job"
+}
+
 ingest() { # group
   local g="$1" f
-  must ingest harbor "$g" "$(J jobs_dir)/$(J groups "$g" job_name)"
+  ingest_harbor "$g"
   must ingest traces "$g" "$(J groups "$g" trace_path)"
   f="$(J groups "$g" decision_path)"; [[ -s "$f" ]] && must ingest decisions "$g" "$f"
   must ingest usage "$g" "$(J groups "$g" out_dir)/usage.jsonl"
@@ -205,27 +261,53 @@ feedback() { # group (r1/r2): reward feedback on the policy database (LINEAGE-3)
   must feedback record "$g" --before "$before" --after "$after"
 }
 
+# The monitor (CLEAN-2's peak): one `cleanup monitor --max-samples 1` every
+# MONITOR_INTERVAL seconds while the group's cases run; stopped between
+# samples (a flag file), never by a signal in the middle of an append.
+MONITOR_INTERVAL="${BENCHLEDGER_LIVE_MONITOR_INTERVAL:-15}"
+MONITOR_PID=""
+monitor_start() { # group
+  local flag="$run/groups/$1/monitor.stop"
+  rm -f "$flag"
+  ( while [[ ! -f "$flag" ]]; do
+      "$BL_AWS" --ledger "$run/ledger" --lock-timeout 120 cleanup monitor "$1" --max-samples 1 \
+        --private "$PRIVATE" >/dev/null 2>>"$run/groups/$1/monitor.log"
+      for _ in $(seq "$MONITOR_INTERVAL"); do [[ -f "$flag" ]] && break; sleep 1; done
+    done ) &
+  MONITOR_PID=$!
+}
+monitor_stop() { # group: stop the loop, then one last sample
+  touch "$run/groups/$1/monitor.stop"
+  [[ -n "$MONITOR_PID" ]] && wait "$MONITOR_PID"
+  MONITOR_PID=""
+  BL="$BL_AWS" must cleanup monitor "$1" --max-samples 1 --private "$PRIVATE"
+  say "  $1 monitor: $(grep -c 'sample 1/1' "$run/groups/$1/monitor.log" 2>/dev/null || echo 0) samples during the cases"
+}
+
 group() { # name
   local g="$1" t=$SECONDS url
+  begin "$g"; GROUPS_RUN+=("$g")
   say "group $g"
-  must identity prove --private "$PRIVATE"
-  must quota check --private "$PRIVATE"
-  must check residue --group "$g" --private "$PRIVATE"
+  must_aws identity prove --private "$PRIVATE"
+  must_aws quota check --private "$PRIVATE"
+  must_aws check residue --group "$g" --private "$PRIVATE"
   url="$(bash "$HERE/daemon.sh" start "$run" "$g" 2>>"$LOG")" || die "daemon of $g"
   date -u -d "-5 seconds" +%Y-%m-%dT%H:%M:%SZ > "$run/groups/$g/opened_at"
   must group open "$g" --binary-sha256 "$(J bro_sha256)" --config-sha256 "$(J groups "$g" config_sha256)" \
     --ports "$(J groups "$g" port)" --db "$(J groups "$g" db_path)" --out "$(J groups "$g" out_dir)"
   must check daemon-health --group "$g" --url "$url/health"
+  monitor_start "$g"
   if [[ "$g" == canary-1 ]]; then
     run_case "$g" "$(J tasks canary task)" "$(J tasks canary trial)"
   else
     for task in $(J tasks scored); do run_case "$g" "$task" t1; done
   fi
+  monitor_stop "$g"
   bash "$HERE/daemon.sh" stop "$run" "$g" 2>>"$LOG"
   gather "$g"
   ingest "$g"
   must group close "$g"
-  bl cleanup audit "$g" --private "$PRIVATE" >>"$LOG" || say "  cleanup audit of $g found residue"
+  BL="$BL_AWS" bl cleanup audit "$g" --private "$PRIVATE" >>"$LOG" || say "  cleanup audit of $g found residue"
   bl group seal "$g" --json > "$run/groups/$g/seal.json"
   VERDICT[$g]="$(python3 -c 'import json,sys
 try: d=json.load(open(sys.argv[1]))
@@ -235,22 +317,24 @@ print(d.get("status") or d.get("verdict",{}).get("status") or d)' "$run/groups/$
   if [[ "${VERDICT[$g]}" != accepted ]]; then
     bl gate "$g" >> "$run/groups/$g/gate.txt" 2>&1
     grep -v '^ *$' "$run/groups/$g/gate.txt" | sed 's/^/    /' | tee -a "$LOG" >&2
-    die "group $g was not accepted"
+    say "group $g was not accepted: the lineage stops here"
+    finish 1
   fi
   case "$g" in r1|r2) feedback "$g" ;; esac
 }
 
-summary() {
-  say "verdicts: $(for g in "${!VERDICT[@]}"; do printf '%s=%s ' "$g" "${VERDICT[$g]}"; done)"
-  say "requests through bro: $(cat "$run"/groups/*/traces.jsonl 2>/dev/null | wc -l) (traces of the four groups)"
-  say "wall time $((SECONDS - T0)) s; run directory $run"
+finish() { # exit status: report, verify, audit of the ledger as it stands
+  begin report+verify+audit
+  must report --out "$run/report"
+  must verify
+  must audit
+  end_stage
+  say "report: $run/report/report.md"
+  summary
+  exit "$1"
 }
 
 for g in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["groups"]))' "$run/live.json"); do
   group "$g"
 done
-must report --out "$run/report"
-must verify
-must audit
-say "report: $run/report/report.md"
-summary
+finish 0

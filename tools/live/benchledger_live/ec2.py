@@ -81,10 +81,17 @@ class Ec2TrialInstance:
         }
         if s.client_token:
             params["ClientToken"] = s.client_token
+        # The primary network interface, stated: deleted with the instance
+        # (AWS's default for a launch-created ENI; moto creates it with
+        # DeleteOnTermination false unless told, and the exact-tag cleanup
+        # audit then finds it attached to the terminated instance). With
+        # NetworkInterfaces, the subnet and security groups go inside it.
+        nic = {"DeviceIndex": 0, "DeleteOnTermination": True}
         if s.subnet_id:
-            params["SubnetId"] = s.subnet_id
+            nic["SubnetId"] = s.subnet_id
         if s.security_group_ids:
-            params["SecurityGroupIds"] = list(s.security_group_ids)
+            nic["Groups"] = list(s.security_group_ids)
+        params["NetworkInterfaces"] = [nic]
         ec2 = self.client()
         resp = ec2.run_instances(**params)
         self.instance_id = resp["Instances"][0]["InstanceId"]
