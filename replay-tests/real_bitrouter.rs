@@ -121,10 +121,7 @@ fn the_real_daemons_evidence_joins_by_request_id_and_settles_to_the_micro_dollar
             .request_id
             .as_deref()
             .expect("the daemon writes request_id");
-        assert!(
-            traced.contains(id.as_ref() as &str),
-            "decision of an untraced request {id}"
-        );
+        assert!(traced.contains(id), "decision of an untraced request {id}");
         let c = d.commitment.as_ref().expect("and the ingress commitment");
         assert_eq!(
             c,

@@ -389,7 +389,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             3,
-            "99a15f81d906f1063d624a41de59dd9f6e6b07f72b46e5dd170dfe5dc86a5e63".to_string()
+            "f88210802d15806af3d7c69f5e748e43a8a6c084e54016de378a52bfe4f10c86".to_string()
         ),
         "state layout changed"
     );

@@ -34,7 +34,8 @@ pub use intersection::{intersection, Intersection};
 pub use joins::{ingress_commitment, joins, DecisionKey, Joins, INGRESS_COMMITMENT_TAG};
 pub use lineage_view::{lineage_view, GroupLine, LineageView};
 pub use settlement::{
-    settle_request, settlement, RequestSettlement, Series, Settlement, SettlementState,
+    request_rates, settle_request, settlement, RequestSettlement, Series, Settlement,
+    SettlementState,
 };
 pub use skip::Skip;
 
