@@ -92,9 +92,12 @@ summary() {
   say "wall time $((SECONDS - T0)) s; run directory $run"
 }
 
+FINISHING=0
 die() {
   end_stage; say "STOP: $*"
-  [[ -n "${MONITOR_PID:-}" ]] && { touch "$run"/groups/*/monitor.stop 2>/dev/null; wait "$MONITOR_PID"; }
+  [[ -n "${MONITOR_PID:-}" ]] && { touch "$MONITOR_FLAG"; wait "$MONITOR_PID"; MONITOR_PID=""; }
+  # The ledger as it stands still gets its report, verify and audit.
+  if [[ $FINISHING -eq 0 && -d "$run/ledger" ]] && declare -F finish >/dev/null; then finish 1; fi
   summary; exit 1
 }
 
@@ -266,8 +269,10 @@ feedback() { # group (r1/r2): reward feedback on the policy database (LINEAGE-3)
 # samples (a flag file), never by a signal in the middle of an append.
 MONITOR_INTERVAL="${BENCHLEDGER_LIVE_MONITOR_INTERVAL:-15}"
 MONITOR_PID=""
+MONITOR_FLAG=""
 monitor_start() { # group
   local flag="$run/groups/$1/monitor.stop"
+  MONITOR_FLAG="$flag"
   rm -f "$flag"
   ( while [[ ! -f "$flag" ]]; do
       "$BL_AWS" --ledger "$run/ledger" --lock-timeout 120 cleanup monitor "$1" --max-samples 1 \
@@ -291,6 +296,11 @@ group() { # name
   must_aws identity prove --private "$PRIVATE"
   must_aws quota check --private "$PRIVATE"
   must_aws check residue --group "$g" --private "$PRIVATE"
+  # The sentinels again: GATE-3's freshness window (1800 s) is shorter than
+  # a lineage on a loaded machine.
+  for route in strong balanced economy; do
+    must check sentinel --route "$route" --url "http://127.0.0.1:$(J preflight port)"
+  done
   url="$(bash "$HERE/daemon.sh" start "$run" "$g" 2>>"$LOG")" || die "daemon of $g"
   date -u -d "-5 seconds" +%Y-%m-%dT%H:%M:%SZ > "$run/groups/$g/opened_at"
   must group open "$g" --binary-sha256 "$(J bro_sha256)" --config-sha256 "$(J groups "$g" config_sha256)" \
@@ -324,6 +334,7 @@ print(d.get("status") or d.get("verdict",{}).get("status") or d)' "$run/groups/$
 }
 
 finish() { # exit status: report, verify, audit of the ledger as it stands
+  FINISHING=1
   begin report+verify+audit
   must report --out "$run/report"
   must verify
