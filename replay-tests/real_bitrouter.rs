@@ -175,3 +175,27 @@ fn the_real_daemons_evidence_joins_by_request_id_and_settles_to_the_micro_dollar
         .unwrap();
     assert_eq!(first.recomputed_micro_usd, Some(4713));
 }
+
+#[test]
+fn a_timeout_reconciled_by_a_not_charged_receipt_is_a_not_charged_row() {
+    // The real daemon's row for an upstream timeout on a hosted provider
+    // after `reconcile-metering` fetched a `not_charged` receipt (the live
+    // lineage's canary): `charge_status` and `reconciliation_status`
+    // `not_charged`, no charge, `unknown_reason` "authoritative_not_charged"
+    // (a value the formats doc does not list; the program wins).
+    use benchledger::schema::events::{ChargeStatus, ReconciliationStatus};
+    let group = GroupRef {
+        lineage: "live".into(),
+        group: "canary-1".into(),
+    };
+    let rows = lines("usage-not-charged.jsonl");
+    assert_eq!(rows.len(), 1);
+    let usage = parse_usage(&rows[0], &group).unwrap_or_else(|e| panic!("refused: {e}"));
+    assert_eq!(usage.charge_status, ChargeStatus::NotCharged);
+    assert_eq!(
+        usage.reconciliation_status,
+        ReconciliationStatus::NotCharged
+    );
+    assert_eq!(usage.final_charge_micro_usd, None);
+    assert_eq!(usage.error_code.as_deref(), Some("request_failed"));
+}

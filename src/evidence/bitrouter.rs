@@ -218,7 +218,13 @@ pub const UNKNOWN_REASONS: &[(&str, &str)] = &[
         "receipt_fetch_attempts_exhausted",
         "receipt_fetch_attempts_exhausted",
     ),
+    // bitrouter 1.0.0-alpha.35: a row reconciled by a `not_charged` receipt
+    // (charge_status `not_charged`, no charge); not in the formats doc.
+    ("authoritative_not_charged", "authoritative_not_charged"),
 ];
+
+/// The `charge_evidence.pricing_version` of a row no tariff priced.
+pub const PRICING_VERSION_UNAVAILABLE: &str = "sha256:unavailable";
 
 /// Receipt `state` values.
 pub const RECEIPT_STATES: &[(&str, ReceiptState)] = &[
@@ -689,7 +695,11 @@ pub fn parse_usage(line: &[u8], group: &GroupRef) -> Result<UsageRecorded, Field
         }
         pricing_source = ev.enumerated_opt("pricing_source", PRICING_SOURCES)?;
         if let Some(v) = ev.id_opt("pricing_version")? {
-            check_sha256_tag(v).map_err(|p| FieldError::new(ev.path("pricing_version"), p))?;
+            // bitrouter 1.0.0-alpha.35 writes `sha256:unavailable` when no
+            // tariff applied (a row settled by a not_charged receipt).
+            if v != PRICING_VERSION_UNAVAILABLE {
+                check_sha256_tag(v).map_err(|p| FieldError::new(ev.path("pricing_version"), p))?;
+            }
             pricing_version = Some(v.to_string());
         }
     }

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'Hello, benchledger!\n' > /app/hello.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf '{"name": "benchledger", "retries": 3}\n' > /app/config.json

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'pear\napple\nfig\ncherry\n' | sort > /app/words.txt
