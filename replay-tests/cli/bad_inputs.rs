@@ -180,6 +180,8 @@ fn setup(kind: &str) -> Harness {
             let h = Harness::new();
             h.init();
             assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+            // evidence binds only to an opened group (GATE-4)
+            h.open_directly("r1");
             h.ok(&[
                 "manifest", "sign-off", "--role", "operator", "--name", "alice",
             ]);

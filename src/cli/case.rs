@@ -158,6 +158,9 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
             let case = parse_case(&a.case)?;
             let ledger = Ledger::open(&cli.ledger, wait)?;
             let state = decide_state(&ledger)?;
+            // An identity that can never start gets no config (LINEAGE-1,
+            // CASE-8, CASE-6, VERDICT-3).
+            crate::method::decide::render_identity(&state, lineage.as_deref(), &group, &case)?;
             let l = state.lineage(lineage.as_deref())?;
             let r = crate::method::trial_config::render(&l.frozen.manifest.public, &group, &case)?;
             let Some(out) = &a.out else {

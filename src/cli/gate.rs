@@ -43,6 +43,10 @@ pub(crate) fn print_verdict(v: &Verdict) -> std::io::Result<()> {
             r.evidence
         )?;
     }
+    // The two planes of PLANE-1 (BIND-5), apart.
+    for line in v.planes.lines() {
+        outln!("  plane {line}")?;
+    }
     for s in &v.skipped_security_policy {
         outln!(
             "  skipped_security_policy {}/{} ({:?}; evidence {}, {})",

@@ -388,8 +388,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            3,
-            "99a15f81d906f1063d624a41de59dd9f6e6b07f72b46e5dd170dfe5dc86a5e63".to_string()
+            4,
+            "756c7a838cf96c4dcf9d3abb87f614b56c2951e8a856be01de197333d45bc415".to_string()
         ),
         "state layout changed"
     );

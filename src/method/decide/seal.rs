@@ -2,7 +2,7 @@
 //! decision that attests the group's verdict, and what follows from it.
 
 use crate::error::Result;
-use crate::method::decide::evidence::evidence_group;
+use crate::method::decide::evidence::unsealed_group;
 use crate::method::decide::{manifest_group, refuse};
 use crate::method::projections::{At, CaseStatus, GroupState, LineageState, State};
 use crate::method::verdict::{self, SettlementState, Verdict, VerdictStatus};
@@ -137,7 +137,7 @@ pub fn seal(
 ) -> Result<Vec<Event>> {
     let l = state.lineage(lineage)?;
     manifest_group(l, group)?;
-    let gref = evidence_group(state, Some(&l.frozen.lineage), group)?;
+    let gref = unsealed_group(state, Some(&l.frozen.lineage), group)?;
     let closed = ready_to_seal(l, group)?;
     settlement_grace_over(l, &closed, now_utc_ns)?;
     let v = verdict::group_verdict(state, l, group);
