@@ -464,6 +464,29 @@ mod lifecycle {
     }
 
     #[test]
+    fn case_start_rejudges_a_quota_pass_from_its_numbers_bind_6() {
+        // rule BIND-6 (issue 16 item 9): a quota observation recorded as
+        // pass with 11 vCPUs required and available, when the frozen GATE-2
+        // formula needs 12, does not count at case start.
+        let c = case("fix-git", "t1", 0);
+        let mut e = control_ready();
+        assert!(start(&e, "control", c.clone()).is_ok());
+        let short = required_vcpu() - 1;
+        e.push(Event::QuotaChecked(QuotaChecked {
+            lineage: L.into(),
+            region: "us-east-1".into(),
+            quota_code: "L-1216C47A".into(),
+            quota_vcpu: short,
+            used_vcpu: 0,
+            available_vcpu: short,
+            required_vcpu: short,
+            status: Status::Pass,
+            error: None,
+        }));
+        assert_eq!(rule(start(&e, "control", c)), "BIND-6");
+    }
+
+    #[test]
     fn a_canary_starts_once_every_gate_holds_without_sign_off() {
         // rule GATE-6, rule FREEZE-7 (sign-off is for scored groups)
         let mut e = vec![frozen_event(), opened("canary-1")];
