@@ -554,7 +554,7 @@ mod corpus {
                 group: "control".into()
             }
         );
-        assert!(b.groups.get("control").is_none(), "control is never rerun");
+        assert!(!b.groups.contains_key("control"), "control is never rerun");
         assert!(verdict::VerdictStatus::Accepted.is(&b.groups["r1"]
             .sealed
             .as_ref()
@@ -763,7 +763,33 @@ fn every_rule_of_sections_6_to_10_12_and_14_is_cited_by_a_test() {
     );
 }
 
+#[path = "real_bitrouter.rs"]
+mod real_bitrouter;
 #[path = "report.rs"]
 mod report;
 #[path = "tidy.rs"]
 mod tidy;
+
+/// The control artifact (LINEAGE-9) is BLAKE3 over `serde_json` text built
+/// with `json!`, whose objects are maps: their key order is the hash's. It
+/// is sorted only while `serde_json`'s `preserve_order` feature is off; a
+/// dependency that turned it on (features unify across the build) would
+/// silently change every registered artifact. This guard fails first.
+#[test]
+fn json_objects_sort_their_keys_so_the_control_artifact_is_stable() {
+    let v = serde_json::json!({ "zeta": 1, "alpha": 2, "mid": { "b": 1, "a": 2 } });
+    assert_eq!(
+        serde_json::to_string(&v).unwrap(),
+        r#"{"alpha":2,"mid":{"a":2,"b":1},"zeta":1}"#,
+        "serde_json preserve_order is on: the control artifact hash would change"
+    );
+    // And the recorded control's artifact re-derives to the registered one.
+    let (_dir, ledger) = corpus::import("short13-accepted");
+    let state = benchledger::method::projections::replay(&ledger).unwrap();
+    let (_, registered) = state.controls.values().next().unwrap()[0].clone();
+    let l = &state.lineages[&registered.group.lineage];
+    assert_eq!(
+        benchledger::method::verdict::control_artifact_blake3(l, "control"),
+        registered.artifact_blake3
+    );
+}

@@ -43,7 +43,7 @@ fn every_recorded_lineage_reports_to_its_snapshot() {
                     assert!(row.contains(&format!("{}%", s.text)), "{row}");
                 }
                 if let Some(c) = &g.cost {
-                    assert!(row.contains(&format!("${}", c.usd)), "{row}");
+                    assert!(row.contains(&format!("${}", c.usd_cents)), "{row}");
                 }
                 if !g.accepted {
                     assert!(row.contains("(diagnostics only)"), "{row}");

@@ -8,8 +8,20 @@ cd "$(dirname "$0")/.."
 
 kills="${CRASHTEST_KILLS:-100}"
 
+echo "== format and lints: cargo fmt --check, clippy (every target; the length bound on the library) =="
+cargo fmt --all --check
+cargo clippy --no-default-features --all-targets -- -D warnings
+cargo clippy --no-default-features --lib --bins -- -D warnings -D clippy::too_many_lines
+cargo clippy -p benchledger-bench --all-targets -- -D warnings
+
 echo "== cargo test: the core without the AWS SDK (unit, CLI, replay) =="
 cargo test --no-default-features --all-targets
+
+echo "== the bench package: a smoke run of every section at a tiny scale =="
+cargo test -p benchledger-bench --benches
+
+echo "== transparency log: the independent Python verifier on the vectors =="
+bash tools/tlog-verify/check.sh
 
 echo "== kill test: ${kills} SIGKILLs of a writer mid-append or mid-ingest =="
 cargo run --quiet --no-default-features --example crashtest -- drive --kills "${kills}"
@@ -35,3 +47,8 @@ bash tools/harbor/check.sh
 
 echo "== rendered TrialConfigs validated by Harbor 0.25.0's own models (GATE-7) =="
 bash tools/harbor/validate-rendered.sh
+
+echo "== Parquet (feature parquet): the writer's tests, then the report's numbers from Parquet with SQL on DuckDB =="
+cargo test --no-default-features --features parquet --lib cli::parquet
+cargo test --no-default-features --features parquet --test cli parquet
+bash tools/analysis/check.sh

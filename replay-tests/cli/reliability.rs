@@ -987,7 +987,7 @@ fn a_credential_in_the_actor_or_the_idempotency_key_never_reaches_the_log() {
                 s.name,
                 r.stderr
             );
-            assert_unechoed(&r, &s, what);
+            assert_unechoed(&r, s, what);
             if r.code == 0 {
                 leaked.push(format!("{what}: {}", s.name));
             }

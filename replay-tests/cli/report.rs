@@ -77,7 +77,7 @@ fn report_writes_markdown_json_and_chart_whose_numbers_agree() {
             "{row}"
         );
         assert!(
-            row.contains(&format!("${}", g["cost"]["usd"].as_str().unwrap())),
+            row.contains(&format!("${}", g["cost"]["usd_cents"].as_str().unwrap())),
             "{row}"
         );
         if let Some(d) = g["cost_delta_pct"]["text"].as_str() {
@@ -221,13 +221,157 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
     let r = h.run(&["export", "--parquet", s(&p)]);
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
-        for f in ["requests.parquet", "cases.parquet"] {
-            let b = std::fs::read(p.join(f)).unwrap();
-            assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "{f}");
+        let files: Vec<&str> = r.stdout.lines().collect();
+        assert_eq!(files.len(), 3, "{}", r.stdout);
+        for table in ["requests", "cases", "lineage_groups"] {
+            let partition = p.join(table).join("lineage=short13-kimi-2026-11");
+            let file = std::fs::read_dir(&partition)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap();
+            let b = std::fs::read(file.path()).unwrap();
+            assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "{table}");
         }
+        // A second ledger's lineages join the dataset with --append; a
+        // lineage already in it is refused (its rows would count twice).
+        let again = h.run(&["export", "--parquet", s(&p), "--append"]);
+        assert_eq!(again.code, 2, "{}", again.stderr);
+        assert!(
+            again.stderr.contains("already in the dataset"),
+            "{}",
+            again.stderr
+        );
+        let other = imported("replicated-accepted");
+        let added = other.run(&["export", "--parquet", s(&p), "--append"]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        assert!(p.join("cases/lineage=rep13x3-kimi-2026-11").is_dir());
+        let without = other.run(&["export", "--parquet", s(&p)]);
+        assert_eq!(without.code, 2, "a non-empty target needs --append");
     } else {
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("parquet"), "{}", r.stderr);
         assert!(!p.exists());
+    }
+}
+
+/// `gate` and `replay` name the request id behind a failing join row's
+/// counts (issue 21); `gate --json` already lists every id.
+#[test]
+fn gate_and_replay_name_the_offending_request_ids() {
+    // rule JOIN-1
+    let h = imported("rejected-join-extra-usage");
+    let gate = h.run(&["gate", "short13-kimi-2026-11/control"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    let rows: Vec<&str> = gate.stdout.lines().collect();
+    let at = rows
+        .iter()
+        .position(|line| line.starts_with("  requests      FAILS  T != U"))
+        .unwrap_or_else(|| panic!("{}", gate.stdout));
+    assert_eq!(
+        rows[at + 1],
+        format!("{:23}extra usage: control-fix-git-t1-0-1-extra", "")
+    );
+    let replay = h.ok(&["replay"]);
+    assert!(
+        replay
+            .stdout
+            .contains("                       extra usage: control-fix-git-t1-0-1-extra"),
+        "{}",
+        replay.stdout
+    );
+}
+
+/// An open group reads as what a seal would attest now and why, never
+/// like a verdict; a sealed one as its verdict (issue 21).
+#[test]
+fn replay_words_an_open_group_as_if_sealed_now() {
+    // rule VERDICT-4
+    let h = imported("short13-accepted");
+    let replay = h.ok(&["replay", "--at", "100"]);
+    let control = replay
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("  control "))
+        .unwrap();
+    assert!(
+        control.starts_with("  control    open: if sealed now, rejected_runtime because attempts fails: never started: "),
+        "{control}"
+    );
+    assert!(
+        replay
+            .stdout
+            .contains("  canary-1   sealed accepted at seq 25\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains("  r1         not opened\n"),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        replay.stdout.contains(
+            "short13-kimi-2026-11/control: open: if sealed now, rejected_runtime  (passed "
+        ),
+        "{}",
+        replay.stdout
+    );
+    assert!(!replay.stdout.contains("unsealed"), "{}", replay.stdout);
+}
+
+/// `lineage show` words groups as `replay` does: an open group as what a
+/// seal would attest now, a group never opened as not opened (issue 21).
+#[test]
+fn lineage_show_words_an_open_group_as_if_sealed_now() {
+    // rule VERDICT-4
+    let h = Harness::new();
+    let prefix: String = std::fs::read_to_string(ledger("short13-accepted"))
+        .unwrap()
+        .lines()
+        .take(101)
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let file = h.path("prefix.jsonl");
+    std::fs::write(&file, prefix).unwrap();
+    h.ok(&["import", "--jsonl", s(&file)]);
+    let shown = h.ok(&["lineage", "show"]).stdout;
+    let line = |name: &str| {
+        shown
+            .lines()
+            .find(|l| l.starts_with(&format!("  {name:<10} ")))
+            .unwrap_or_else(|| panic!("{shown}"))
+            .to_string()
+    };
+    assert!(
+        line("canary-1").contains("sealed accepted at seq 25"),
+        "{shown}"
+    );
+    let control = line("control");
+    assert!(control.contains("open since seq "), "{control}");
+    assert!(
+        control.contains("if sealed now, rejected_runtime"),
+        "{control}"
+    );
+    assert!(line("r1").contains("not opened"), "{shown}");
+    assert!(!shown.contains("unsealed"), "{shown}");
+}
+
+/// Progress is drawn only on a terminal: with stderr piped (as here) the
+/// long verbs write no progress at all, and stdout carries only data.
+#[test]
+fn long_verbs_draw_no_progress_when_stderr_is_piped() {
+    let h = imported("short13-accepted");
+    for args in [
+        &["verify"][..],
+        &["replay"][..],
+        &["report", "show", "--format", "json"][..],
+        &["export", "--jsonl"][..],
+    ] {
+        let r = h.ok(args);
+        for stream in [&r.stdout, &r.stderr] {
+            assert!(!stream.contains('\u{1b}'), "{args:?}: an escape sequence");
+            assert!(!stream.contains(" records ("), "{args:?}: a progress line");
+        }
     }
 }

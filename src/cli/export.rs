@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::cli::common::*;
+use crate::cli::progress::{LineCountingWriter, Progress};
 use crate::cli::report::{report_files, verified_state};
 use crate::cli::Cli;
 use crate::error::Error;
@@ -36,10 +37,16 @@ pub struct ExportArgs {
     /// scan finds a credential shape).
     #[arg(long, value_name = "DIR")]
     pub redacted: Option<PathBuf>,
-    /// Request-level and case-level tables as Parquet into a new directory
-    /// (needs the `parquet` cargo feature).
+    /// The request, case and group tables as a Parquet dataset partitioned
+    /// by lineage (DIR/<table>/lineage=<label>/part-<head>.parquet), in a
+    /// new or empty directory (cargo feature `parquet`, on by default).
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
+    /// With --parquet: add this ledger's lineages to an existing dataset
+    /// (refused for a lineage already in it), so one SQL statement queries
+    /// many ledgers.
+    #[arg(long, requires = "parquet")]
+    pub append: bool,
 }
 
 /// One file of a bundle: its path relative to the bundle and its bytes.
@@ -284,252 +291,43 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// `export --parquet DIR`: the request-level and case-level tables as
-/// Parquet files (`requests.parquet`, `cases.parquet`). Needs the `parquet`
-/// cargo feature (off by default).
-pub fn run_export_parquet(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Result<ExitCode> {
+/// `export --parquet DIR [--append]`: the request, case and group tables
+/// as a Parquet dataset partitioned by lineage (`crate::cli::parquet`).
+/// Needs the `parquet` cargo feature (on by default; the fast
+/// `--no-default-features` build leaves it out).
+pub fn run_export_parquet(
+    cli: &Cli,
+    dir: &Path,
+    append: bool,
+    wait: Duration,
+) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "parquet")]
     {
-        check_target(dir)?;
-        let (_ledger, state, _head) = verified_state(cli, wait)?;
-        let (requests, cases) = report::tables(&state);
-        let files = vec![
-            BundleFile {
-                path: "requests.parquet".into(),
-                bytes: parquet_out::requests(&requests)?,
-            },
-            BundleFile {
-                path: "cases.parquet".into(),
-                bytes: parquet_out::cases(&cases)?,
-            },
-        ];
-        write_bundle(dir, &files)?;
-        for f in &files {
-            outln!("{}", dir.join(&f.path).display())?;
+        if !append {
+            check_target(dir)?;
         }
+        let (_ledger, state, head) = verified_state(cli, wait)?;
+        let files = crate::cli::parquet::dataset(&state, &head)?;
+        crate::cli::parquet::write_dataset(dir, &files, append)?;
+        for file in &files {
+            outln!("{}", dir.join(&file.path).display())?;
+        }
+        eprintln!(
+            "wrote {} lineages x {} tables into {} (ledger head seq {})",
+            state.lineages.len(),
+            crate::cli::parquet::TABLES.len(),
+            dir.display(),
+            head.head_seq
+        );
         Ok(ExitCode::SUCCESS)
     }
     #[cfg(not(feature = "parquet"))]
     {
-        let _ = (cli, dir, wait);
+        let _ = (cli, dir, append, wait);
         Err(BadUsage(
-            "this build has no Parquet writer (cargo feature `parquet`, off by default: `cargo build --release --no-default-features --features parquet`); `export --redacted DIR` writes the same request and case tables as CSV and JSON Lines".into(),
+            "this build has no Parquet writer (cargo feature `parquet`, on by default and left out by --no-default-features: `cargo build --release --no-default-features --features parquet`); `export --redacted DIR` writes the same request and case tables as CSV and JSON Lines".into(),
         )
         .into())
-    }
-}
-
-#[cfg(feature = "parquet")]
-mod parquet_out {
-    //! The two tables as Parquet through the `parquet` crate's low-level
-    //! column writers (no Arrow): strings are UTF-8 byte arrays, counts
-    //! INT64, optional columns have definition levels.
-
-    use std::sync::Arc;
-
-    use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
-    use parquet::file::properties::WriterProperties;
-    use parquet::file::writer::SerializedFileWriter;
-    use parquet::schema::parser::parse_message_type;
-
-    use crate::report::{CaseRow, RequestRow};
-
-    /// One column's values: (definition levels, present values).
-    enum Col {
-        Str(Vec<i16>, Vec<ByteArray>),
-        I64(Vec<i16>, Vec<i64>),
-        I32(Vec<i16>, Vec<i32>),
-        Bool(Vec<i16>, Vec<bool>),
-    }
-
-    fn strs<'a>(it: impl Iterator<Item = Option<&'a str>>) -> Col {
-        let (mut d, mut v) = (Vec::new(), Vec::new());
-        for x in it {
-            match x {
-                Some(s) => {
-                    d.push(1);
-                    v.push(ByteArray::from(s));
-                }
-                None => d.push(0),
-            }
-        }
-        Col::Str(d, v)
-    }
-
-    fn i64s(it: impl Iterator<Item = Option<u64>>) -> Col {
-        let (mut d, mut v) = (Vec::new(), Vec::new());
-        for x in it {
-            match x {
-                Some(n) => {
-                    d.push(1);
-                    v.push(i64::try_from(n).unwrap_or(i64::MAX));
-                }
-                None => d.push(0),
-            }
-        }
-        Col::I64(d, v)
-    }
-
-    fn write(schema: &str, cols: Vec<Col>) -> anyhow::Result<Vec<u8>> {
-        let schema = Arc::new(parse_message_type(schema)?);
-        let props = Arc::new(WriterProperties::builder().build());
-        let mut out = Vec::new();
-        {
-            let mut w = SerializedFileWriter::new(&mut out, schema, props)?;
-            let mut rg = w.next_row_group()?;
-            for col in cols {
-                let mut cw = rg
-                    .next_column()?
-                    .ok_or_else(|| anyhow::anyhow!("schema has fewer columns"))?;
-                match col {
-                    Col::Str(d, v) => {
-                        cw.typed::<ByteArrayType>()
-                            .write_batch(&v, Some(&d), None)?;
-                    }
-                    Col::I64(d, v) => {
-                        cw.typed::<Int64Type>().write_batch(&v, Some(&d), None)?;
-                    }
-                    Col::I32(d, v) => {
-                        cw.typed::<Int32Type>().write_batch(&v, Some(&d), None)?;
-                    }
-                    Col::Bool(d, v) => {
-                        cw.typed::<BoolType>().write_batch(&v, Some(&d), None)?;
-                    }
-                }
-                cw.close()?;
-            }
-            rg.close()?;
-            w.close()?;
-        }
-        Ok(out)
-    }
-
-    /// The request table.
-    pub fn requests(rows: &[RequestRow]) -> anyhow::Result<Vec<u8>> {
-        let s = |f: fn(&RequestRow) -> Option<&str>| strs(rows.iter().map(f));
-        let n = |f: fn(&RequestRow) -> Option<u64>| i64s(rows.iter().map(f));
-        write(
-            "message request {
-                optional binary lineage (UTF8); optional binary group (UTF8); optional binary group_status (UTF8);
-                optional binary request_id (UTF8); optional binary tier (UTF8); optional binary provider (UTF8);
-                optional binary model (UTF8); optional binary reason (UTF8); optional binary category (UTF8);
-                optional binary selected_tier (UTF8);
-                optional int64 uncached_input_tokens; optional int64 cache_read_tokens; optional int64 cache_write_tokens;
-                optional int64 output_tokens; optional int64 reasoning_tokens;
-                optional binary settlement_state (UTF8); optional binary series (UTF8);
-                optional int64 charge_micro_usd; optional int64 recomputed_micro_usd; optional int32 http_status;
-            }",
-            vec![
-                s(|r| Some(&r.lineage)),
-                s(|r| Some(&r.group)),
-                s(|r| Some(&r.group_status)),
-                s(|r| Some(&r.request_id)),
-                s(|r| Some(&r.tier)),
-                s(|r| r.provider.as_deref()),
-                s(|r| r.model.as_deref()),
-                s(|r| r.reason.as_deref()),
-                s(|r| Some(r.category.as_str())),
-                s(|r| r.selected_tier.as_deref()),
-                n(|r| r.uncached_input_tokens),
-                n(|r| r.cache_read_tokens),
-                n(|r| r.cache_write_tokens),
-                n(|r| r.output_tokens),
-                n(|r| r.reasoning_tokens),
-                s(|r| Some(&r.settlement_state)),
-                s(|r| Some(&r.series)),
-                n(|r| r.charge_micro_usd),
-                n(|r| r.recomputed_micro_usd),
-                {
-                    let d = rows.iter().map(|r| i16::from(r.http_status.is_some())).collect();
-                    let v = rows.iter().filter_map(|r| r.http_status.map(i32::from)).collect();
-                    Col::I32(d, v)
-                },
-            ],
-        )
-    }
-
-    /// The case table.
-    pub fn cases(rows: &[CaseRow]) -> anyhow::Result<Vec<u8>> {
-        let s = |f: fn(&CaseRow) -> Option<&str>| strs(rows.iter().map(f));
-        let b =
-            |f: fn(&CaseRow) -> bool| Col::Bool(vec![1; rows.len()], rows.iter().map(f).collect());
-        write(
-            "message case {
-                optional binary lineage (UTF8); optional binary group (UTF8); optional binary group_status (UTF8);
-                optional binary task (UTF8); optional binary trial (UTF8); optional int32 replacement;
-                optional binary status (UTF8); optional binary reward (UTF8); optional boolean passed;
-                optional boolean skipped; optional int64 started_seq;
-            }",
-            vec![
-                s(|r| Some(&r.lineage)),
-                s(|r| Some(&r.group)),
-                s(|r| Some(&r.group_status)),
-                s(|r| Some(&r.task)),
-                s(|r| Some(&r.trial)),
-                Col::I32(vec![1; rows.len()], rows.iter().map(|r| i32::from(r.replacement)).collect()),
-                s(|r| Some(&r.status)),
-                s(|r| r.reward.as_deref()),
-                b(|r| r.passed),
-                b(|r| r.skipped),
-                i64s(rows.iter().map(|r| r.started_seq)),
-            ],
-        )
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use parquet::file::reader::{FileReader, SerializedFileReader};
-        use parquet::record::RowAccessor;
-
-        /// The written files read back with the parquet crate's own reader:
-        /// one row per request and per case, values as in the tables.
-        #[test]
-        fn the_tables_read_back() {
-            let text = std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/replay-tests/scenarios/short13-accepted.toml"
-            ))
-            .unwrap();
-            let spec: crate::testkit::scenario::Scenario = toml::from_str(&text).unwrap();
-            let state = crate::testkit::scenario::run(&spec).unwrap().0.state;
-            let (requests, cases) = crate::report::tables(&state);
-            let tmp = tempfile::tempdir().unwrap();
-            for (name, bytes, n) in [
-                (
-                    "r.parquet",
-                    super::requests(&requests).unwrap(),
-                    requests.len(),
-                ),
-                ("c.parquet", super::cases(&cases).unwrap(), cases.len()),
-            ] {
-                let p = tmp.path().join(name);
-                std::fs::write(&p, bytes).unwrap();
-                let r = SerializedFileReader::new(std::fs::File::open(&p).unwrap()).unwrap();
-                assert_eq!(
-                    r.metadata().file_metadata().num_rows() as usize,
-                    n,
-                    "{name}"
-                );
-                let rows: Vec<_> = r.get_row_iter(None).unwrap().map(|x| x.unwrap()).collect();
-                assert_eq!(rows.len(), n);
-                if name == "r.parquet" {
-                    let first = &rows[0];
-                    assert_eq!(first.get_string(3).unwrap(), &requests[0].request_id);
-                    assert_eq!(
-                        first.get_long(10).unwrap(),
-                        requests[0].uncached_input_tokens.unwrap() as i64
-                    );
-                    assert_eq!(
-                        first.get_long(17).unwrap(),
-                        requests[0].charge_micro_usd.unwrap() as i64
-                    );
-                    assert_eq!(first.get_int(19).unwrap(), 200);
-                } else {
-                    assert_eq!(rows[0].get_string(3).unwrap(), &cases[0].task);
-                    assert_eq!(rows[0].get_bool(8).unwrap(), cases[0].passed);
-                }
-            }
-        }
     }
 }
 
@@ -537,20 +335,22 @@ mod parquet_out {
 pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     if let Some(d) = &a.redacted {
-        return run_export_redacted(&cli, d, wait);
+        return run_export_redacted(cli, d, wait);
     }
     if let Some(d) = &a.parquet {
-        return run_export_parquet(&cli, d, wait);
+        return run_export_parquet(cli, d, a.append, wait);
     }
     let ledger = Ledger::open(dir, wait)?;
+    let progress = Progress::records("export", ledger.head()?.seq + 1);
     let head = match &a.out {
         Some(path) => {
             let tmp = path.with_extension("partial");
             let file =
                 std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-            let mut w = BufWriter::new(file);
+            let mut w = LineCountingWriter::new(BufWriter::new(file), &progress);
             let head = crate::log::export::export_jsonl(&ledger, &mut w)?;
             w.into_inner()
+                .into_inner()
                 .map_err(|e| e.into_error())
                 .and_then(|f| f.sync_all())
                 .with_context(|| format!("write {}", tmp.display()))?;
@@ -558,9 +358,11 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
             head
         }
         None => {
-            crate::log::export::export_jsonl(&ledger, &mut BufWriter::new(crate::cli::out::Out))?
+            let mut w = LineCountingWriter::new(BufWriter::new(crate::cli::out::Out), &progress);
+            crate::log::export::export_jsonl(&ledger, &mut w)?
         }
     };
+    progress.finish();
     tracing::info!(
         "exported records 0..={} (head {})",
         head.seq,

@@ -11,7 +11,7 @@ use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::log::ledger::Ledger;
-use crate::method::projections::replay_scanning;
+use crate::method::projections::{replay_scanning, LineageState};
 use crate::method::verdict::{self, Verdict};
 
 /// Arguments of `gate`.
@@ -24,13 +24,47 @@ pub struct GateArgs {
     pub json: bool,
 }
 
-/// Prints a verdict as a table.
-pub(crate) fn print_verdict(v: &Verdict) -> std::io::Result<()> {
+/// Where a group stands: what the header of its verdict table says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Sealed: the verdict is final (VERDICT-4).
+    Sealed,
+    /// Opened and not sealed: the verdict is what a seal would attest now.
+    Open,
+    /// Never opened in this lineage (or a reused control).
+    NotOpened,
+}
+
+impl Standing {
+    /// The standing of `group` in lineage `l`.
+    pub(crate) fn of(l: &LineageState, group: &str) -> Standing {
+        match l.groups.get(group) {
+            Some(g) if g.sealed.is_some() => Standing::Sealed,
+            Some(_) => Standing::Open,
+            None => Standing::NotOpened,
+        }
+    }
+}
+
+/// A verdict's status as its standing reads: a sealed group's status, or
+/// what a seal would attest now, never worded like a verdict.
+pub(crate) fn status_text(v: &Verdict, standing: Standing) -> String {
+    match standing {
+        Standing::Sealed => v.status.to_string(),
+        Standing::Open => format!("open: if sealed now, {}", v.status),
+        Standing::NotOpened => format!("not opened (the log gives {} now)", v.status),
+    }
+}
+
+/// Prints a verdict as a table; a failing join row is followed by the
+/// request ids behind its counts (at most `report::JOIN_IDS_SHOWN` of
+/// each difference, then how many more).
+pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<()> {
     outln!(
         "{}/{}: {}  (passed {}/{}, projection v{})",
         v.group.lineage,
         v.group.group,
-        v.status,
+        status_text(v, standing),
         v.passed,
         v.total,
         v.projection_version
@@ -42,6 +76,10 @@ pub(crate) fn print_verdict(v: &Verdict) -> std::io::Result<()> {
             if r.holds { "holds" } else { "FAILS" },
             r.evidence
         )?;
+        let ids = crate::report::offending_ids(&v.joins, r);
+        if !ids.is_empty() {
+            outln!("  {:<13} {:<6} {}", "", "", crate::report::ids_text(&ids))?;
+        }
     }
     // The two planes of PLANE-1 (BIND-5), apart.
     for line in v.planes.lines() {
@@ -91,7 +129,7 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
         doc["sealed"] = sealed.unwrap_or(serde_json::Value::Null);
         print_json(&doc)?;
     } else {
-        print_verdict(&v)?;
+        print_verdict(&v, Standing::of(l, &group))?;
         if let Some(s) = sealed {
             outln!(
                 "  sealed: {} at seq {}",

@@ -229,7 +229,7 @@ fn ingest_rows(
         let tty = std::io::stderr().is_terminal();
         let mut report = |rows: u64, read: u64| {
             if tty {
-                let pct = if bytes == 0 { 100 } else { read * 100 / bytes };
+                let pct = (read * 100).checked_div(bytes).unwrap_or(100);
                 eprint!("\ringest {kind}: {rows} rows, {pct}% of {source}   ");
                 let _ = std::io::stderr().flush();
             }

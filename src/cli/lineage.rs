@@ -48,17 +48,27 @@ pub struct LineageShowArgs {
 pub(crate) fn print_lineage(v: &verdict::LineageView) -> std::io::Result<()> {
     outln!("lineage {}", v.lineage)?;
     for g in &v.groups {
-        let sealed = g
-            .sealed
-            .as_ref()
-            .map_or("unsealed".to_string(), |(seq, s)| {
-                format!("sealed {s} at seq {seq}")
-            });
+        // An open group's verdict is what a seal would attest now, never
+        // a verdict: worded as `replay` and `gate` word it (issue 21).
+        let (standing, now) = match (&g.sealed, g.opened_seq) {
+            (Some((seq, s)), _) => (
+                format!("sealed {s} at seq {seq}"),
+                format!("now {}", g.status_now),
+            ),
+            (None, Some(seq)) => (
+                format!("open since seq {seq}"),
+                format!("if sealed now, {}", g.status_now),
+            ),
+            (None, None) => (
+                "not opened".to_string(),
+                format!("the log gives {} now", g.status_now),
+            ),
+        };
         outln!(
-            "  {:<10} {:<24} now {:<22}{}",
+            "  {:<10} {:<24} {:<26}{}",
             g.group,
-            sealed,
-            g.status_now,
+            standing,
+            now,
             g.feedback_seq
                 .map_or(String::new(), |s| format!(" feedback at seq {s}"))
         )?;

@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::cli::common::*;
+use crate::cli::progress::{CountingReader, Progress};
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::limits::NOTE_TEXT_BYTES_MAX;
@@ -145,7 +146,9 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 pub(crate) fn run_verify(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let ledger = Ledger::open(dir, wait)?;
+    let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let report = ledger.verify()?;
+    verifying.finish();
     // Paired check of the derived cache: a present checkpoint must
     // equal the replay of the (verified) log at its seq.
     let ckpt = if report.ok() {
@@ -221,11 +224,16 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
     let dir = &cli.ledger;
     let source = a.jsonl.display().to_string();
     let head = if a.jsonl.as_os_str() == "-" {
-        crate::log::export::import_jsonl(&mut std::io::stdin().lock(), "stdin", &dir, wait)?
+        let progress = Progress::bytes("import", None);
+        let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
+        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait)?
     } else {
         let file = std::fs::File::open(&a.jsonl)
             .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
-        crate::log::export::import_jsonl(&mut std::io::BufReader::new(file), &source, &dir, wait)?
+        let size = file.metadata().ok().map(|meta| meta.len());
+        let progress = Progress::bytes("import", size);
+        let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
+        crate::log::export::import_jsonl(&mut input, &source, dir, wait)?
     };
     if a.json {
         print_json(&head_json(&head))?;

@@ -20,6 +20,9 @@ mod lineage;
 mod log;
 mod manifest;
 mod out;
+#[cfg(feature = "parquet")]
+mod parquet;
+mod progress;
 mod quota;
 mod replay;
 mod report;

@@ -13,9 +13,10 @@ use crate::cli::Cli;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::cli::progress::Progress;
 use crate::error::Error;
 use crate::log::ledger::Ledger;
-use crate::method::projections::{replay_scanning, State};
+use crate::method::projections::{replay_until_observed, State};
 use crate::report::{self, LedgerHead};
 
 /// Arguments of `report`: `report [show] [LINEAGE] [--format md|json]
@@ -100,7 +101,9 @@ pub(crate) fn verified_state(
     wait: Duration,
 ) -> anyhow::Result<(Ledger, State, LedgerHead)> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
+    let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let v = ledger.verify()?;
+    verifying.finish();
     if !v.ok() {
         let d = v
             .damage
@@ -111,7 +114,11 @@ pub(crate) fn verified_state(
             Error::Damage(format!("the ledger does not verify ({d}); run `verify`")).into(),
         );
     }
-    let state = replay_scanning(&ledger)?;
+    let replaying = Progress::records("replay", ledger.head()?.seq + 1);
+    let state = replay_until_observed(&ledger, State::scanning(), u64::MAX, &mut |seq| {
+        replaying.set(seq + 1)
+    })?;
+    replaying.finish();
     let head = head_of(&ledger)?;
     Ok((ledger, state, head))
 }

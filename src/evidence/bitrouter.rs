@@ -410,9 +410,9 @@ fn refuse_other_trace_shapes(o: &Obj<'_>) -> FieldResult<()> {
 ///
 /// Checked when present: `captured_at` (RFC 3339), `policy_digest`
 /// (`sha256:<hex>`), every `*_effort` key (`none|minimal|low|medium|high|
-/// xhigh|max`). `request_key` must follow one of the two documented schemes:
-/// `agent_route/v1|<task_family>|<role>|<risk>` with the documented roles and
-/// risks (HEAD), or `agent_trace/v1|<state>|<risk>` (before ee4dbb2e).
+/// xhigh|max`). `request_key` must follow a scheme the daemon writes
+/// (`check_request_key`: `semantic_route/v1`, as bitrouter 1.0.0-alpha.35
+/// writes it; the formats doc's `agent_route/v1`; `agent_trace/v1|v2`).
 /// Tiers are lock-defined strings and are not enumerated.
 ///
 /// Not checkable here: whether `ingress_request_id_sha256` is the SHA-256
@@ -490,42 +490,109 @@ pub fn parse_decision(line: &[u8], group: &GroupRef) -> Result<PolicyDecisionRec
     })
 }
 
-/// Checks a request key against the two documented schemes.
+/// Task families of a `semantic_route/v1` request key, as bitrouter
+/// 1.0.0-alpha.35's `parse_semantic_route_key` accepts them.
+pub const SEMANTIC_TASK_FAMILIES: &[&str] = &[
+    "code:generation",
+    "code:debugging",
+    "code:review",
+    "code:sql_database",
+    "code:frontend_ui",
+    "code:devops_config",
+    "code:repository_analysis",
+    "agent:multi_step_planning",
+    "agent:workflow_execution",
+    "agent:web_research",
+    "agent:memory_operations",
+    "agent:general",
+    "unknown",
+];
+
+/// Workflow states of an `agent_trace/v1|v2` request key (bitrouter
+/// 1.0.0-alpha.35, `parse_workflow_state_kind`).
+pub const TRACE_STATES: &[&str] = &[
+    "unknown",
+    "opening",
+    "planning",
+    "tool_followup",
+    "edit",
+    "test",
+    "debug",
+    "review",
+    "recovery",
+    "subagent_dispatch",
+    "finalization",
+];
+
+/// Checks a request key against the schemes the daemon writes:
+/// `semantic_route/v1|<task_family>|<role>|<risk>` (what bitrouter
+/// 1.0.0-alpha.35 writes), the formats doc's `agent_route/v1` of the same
+/// shape, and `agent_trace/v1|v2|<state>|<risk>` (v1 never with risk
+/// `context`).
 fn check_request_key(key: &str) -> std::result::Result<(), String> {
     let parts: Vec<&str> = key.split('|').collect();
-    let one_of = |v: &str, table: &[(&str, &str)]| table.iter().any(|(n, _)| *n == v);
-    let names =
-        |table: &[(&str, &str)]| table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|");
     match parts.as_slice() {
+        ["semantic_route/v1", family, role, risk] => {
+            if !SEMANTIC_TASK_FAMILIES.contains(family) {
+                return Err(format!(
+                    "unknown task family {} in {}; expected one of {}",
+                    echo(family),
+                    echo(key),
+                    SEMANTIC_TASK_FAMILIES.join("|")
+                ));
+            }
+            check_role_and_risk(key, role, risk)
+        }
         ["agent_route/v1", family, role, risk] => {
             if family.is_empty() {
                 return Err(format!("empty task family in {}", echo(key)));
             }
-            if !one_of(role, ROUTE_ROLES) {
+            check_role_and_risk(key, role, risk)
+        }
+        [version @ ("agent_trace/v1" | "agent_trace/v2"), state, risk] => {
+            if !TRACE_STATES.contains(state) {
                 return Err(format!(
-                    "unknown role {} in {}; expected one of {}",
-                    echo(role),
+                    "unknown trace state {} in {}; expected one of {}",
+                    echo(state),
                     echo(key),
-                    names(ROUTE_ROLES)
+                    TRACE_STATES.join("|")
                 ));
             }
-            if !one_of(risk, ROUTE_RISKS) {
-                return Err(format!(
-                    "unknown risk {} in {}; expected one of {}",
-                    echo(risk),
-                    echo(key),
-                    names(ROUTE_RISKS)
-                ));
+            let v1_context = *version == "agent_trace/v1" && *risk == "context";
+            if v1_context || !ROUTE_RISKS.iter().any(|(n, _)| n == risk) {
+                return Err(format!("risk {} is not one of {version}'s", echo(risk)));
             }
             Ok(())
         }
-        ["agent_trace/v1", state, risk] if !state.is_empty() && !risk.is_empty() => Ok(()),
         _ => Err(format!(
-            "unknown request key scheme {}; expected agent_route/v1|<task_family>|<role>|<risk> \
-             or agent_trace/v1|<state>|<risk>",
+            "unknown request key scheme {}; expected semantic_route/v1|<task_family>|<role>|<risk>, \
+             agent_route/v1|<task_family>|<role>|<risk> or agent_trace/v1|v2|<state>|<risk>",
             echo(key)
         )),
     }
+}
+
+fn check_role_and_risk(key: &str, role: &str, risk: &str) -> std::result::Result<(), String> {
+    let one_of = |v: &str, table: &[(&str, &str)]| table.iter().any(|(n, _)| *n == v);
+    let names =
+        |table: &[(&str, &str)]| table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|");
+    if !one_of(role, ROUTE_ROLES) {
+        return Err(format!(
+            "unknown role {} in {}; expected one of {}",
+            echo(role),
+            echo(key),
+            names(ROUTE_ROLES)
+        ));
+    }
+    if !one_of(risk, ROUTE_RISKS) {
+        return Err(format!(
+            "unknown risk {} in {}; expected one of {}",
+            echo(risk),
+            echo(key),
+            names(ROUTE_RISKS)
+        ));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1593,7 +1660,11 @@ mod tests {
             (edited(&d, |m| set(m, "request_key", Some(json!("agent_route/v1|unknown|boss|normal")))),
              at("request_key", "unknown role \"boss\" in \"agent_route/v1|unknown|boss|normal\"; expected one of orchestrate|implement|mechanical|verify|finalize|unknown")),
             (edited(&d, |m| set(m, "request_key", Some(json!("route/v2|x")))),
-             at("request_key", "unknown request key scheme \"route/v2|x\"; expected agent_route/v1|<task_family>|<role>|<risk> or agent_trace/v1|<state>|<risk>")),
+             at("request_key", "unknown request key scheme \"route/v2|x\"; expected semantic_route/v1|<task_family>|<role>|<risk>, agent_route/v1|<task_family>|<role>|<risk> or agent_trace/v1|v2|<state>|<risk>")),
+            (edited(&d, |m| set(m, "request_key", Some(json!("semantic_route/v1|code:poetry|verify|normal")))),
+             at("request_key", "unknown task family \"code:poetry\" in \"semantic_route/v1|code:poetry|verify|normal\"; expected one of code:generation|code:debugging|code:review|code:sql_database|code:frontend_ui|code:devops_config|code:repository_analysis|agent:multi_step_planning|agent:workflow_execution|agent:web_research|agent:memory_operations|agent:general|unknown")),
+            (edited(&d, |m| set(m, "request_key", Some(json!("agent_trace/v1|opening|context")))),
+             at("request_key", "risk \"context\" is not one of agent_trace/v1's")),
             (edited(&d, |m| set(m, "input_model", Some(json!(5)))),
              at("input_model", "expected a string, found a number 5")),
             (edited(&d, |m| set(m, "captured_at", Some(json!("2026-08-17 00:00:01")))),

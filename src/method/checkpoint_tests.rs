@@ -389,7 +389,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             4,
-            "756c7a838cf96c4dcf9d3abb87f614b56c2951e8a856be01de197333d45bc415".to_string()
+            "551fbef20f314a1483c352a2d1f35ca5e1b6aba63e6b2244988b032ac15ca8cb".to_string()
         ),
         "state layout changed"
     );

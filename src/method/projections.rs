@@ -918,7 +918,19 @@ fn replay_into(ledger: &Ledger, state: State) -> Result<State> {
 
 /// Folds the verified log up to and including `seq_max` into `state`: every
 /// projection as of that seq (`replay --at`, `audit`).
-pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<State> {
+pub fn replay_until(ledger: &Ledger, state: State, seq_max: u64) -> Result<State> {
+    replay_until_observed(ledger, state, seq_max, &mut |_| {})
+}
+
+/// [`replay_until`], calling `folded` with the seq of each record once it
+/// is folded: the counter a caller's progress display reads (the library
+/// draws nothing).
+pub fn replay_until_observed(
+    ledger: &Ledger,
+    mut state: State,
+    seq_max: u64,
+    folded: &mut dyn FnMut(u64),
+) -> Result<State> {
     for v in ledger.records()? {
         let v = v?;
         let r = &v.decoded.record;
@@ -932,6 +944,7 @@ pub fn replay_until(ledger: &Ledger, mut state: State, seq_max: u64) -> Result<S
             },
             &v.decoded.event,
         );
+        folded(r.seq);
     }
     Ok(state)
 }

@@ -5,9 +5,12 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
+use super::cents::CentsNotes;
+use super::join_ids::ids_text;
 use super::model::{
-    Claim, ControlResolution, DecisionCounts, Economics, Failures, Frozen, GoNoGo, GroupRow,
-    Paired, Report, Role, RuntimeEvidence, SettlementAudit,
+    CacheSensitivity, Claim, ControlResolution, DecisionCounts, Economics, Failures, Frozen,
+    GoNoGo, GroupRow, Paired, Report, Role, RowLine, RuntimeEvidence, SensitivitySource,
+    SettlementAudit,
 };
 use super::numbers::{Money, Ratio};
 use super::CHART_FILE;
@@ -32,6 +35,7 @@ fn write_report(out: &mut String, report: &Report) -> fmt::Result {
     settlement(out, &report.settlement)?;
     runtime(out, &report.runtime)?;
     economics(out, &report.economics)?;
+    sensitivity(out, &report.cache_sensitivity)?;
     failures(out, &report.failures)?;
     go_no_go(out, &report.go_no_go)?;
     checksums(out, report)
@@ -66,8 +70,13 @@ fn claim(out: &mut String, claim: &Claim) -> fmt::Result {
     writeln!(out, "- Allowed claim: {}", claim.allowed_claim)?;
     writeln!(
         out,
-        "- Tolerances (frozen): quality within {} percentage points of control's official score; cost delta at most {}%",
-        claim.quality_tolerance_pp, claim.cost_tolerance_pct
+        "- Every claim below, the go/no-go line first, is made {}",
+        claim.claim_scope
+    )?;
+    writeln!(
+        out,
+        "- Tolerances (frozen): quality within {} percentage points of control's {}; cost delta at most {}%",
+        claim.quality_tolerance_pp, claim.score_name, claim.cost_tolerance_pct
     )?;
     writeln!(
         out,
@@ -244,16 +253,19 @@ fn groups(out: &mut String, report: &Report) -> fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "| group | status | passed / N | official score | runnable-only | requests | strong-route requests | cost | cost per success | score delta | cost delta | strong-call delta |"
+        "| group | status | passed / N | {} | runnable-only | requests | strong-route requests | cost | cost per success | score delta | cost delta | strong-call delta |",
+        report.claim.score_name
     )?;
     writeln!(
         out,
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     )?;
+    let mut notes = CentsNotes::default();
     for row in &report.groups {
-        group_row(out, &report.lineage, row)?;
+        group_row(out, &report.lineage, row, &mut notes)?;
     }
     writeln!(out)?;
+    footnote(out, &notes)?;
     for row in report
         .groups
         .iter()
@@ -268,17 +280,30 @@ fn groups(out: &mut String, report: &Report) -> fmt::Result {
     }
     writeln!(
         out,
-        "- Official score = passed / N x 100 with skips and failures as 0 (REPORT-1); runnable-only = passed / |accepted|, never compared without its denominator. Cost delta = (C_round / C_control - 1) x 100; strong-call delta likewise on strong-route request counts; cost per success = C / passed, exact and shown to the cent (REPORT-2)."
+        "- {} = passed / N x 100 with skips and failures as 0 (REPORT-1); runnable-only = passed / |accepted|, never compared without its denominator. Cost delta = (C_round / C_control - 1) x 100; strong-call delta likewise on strong-route request counts; cost per success = C / passed (REPORT-2). Money is shown to the cent, rounded half away from zero; the JSON form holds exact micro-USD.",
+        capitalized(&report.claim.score_name)
     )?;
+    if report.basis.series.as_deref() == Some("notional") {
+        writeln!(
+            out,
+            "- The notional costs price the observed cache split; section 10 shows each at 0 to 100% of its prompt tokens read from a cache, the zero-cache cost an imputed upper bound."
+        )?;
+    }
     writeln!(out)?;
     writeln!(
         out,
-        "![score vs cost per group]({CHART_FILE})  \n[{CHART_FILE}]({CHART_FILE}): official score vs cost on the basis; rejected groups are marked and their costs are diagnostics."
+        "![score vs cost per group]({CHART_FILE})  \n[{CHART_FILE}]({CHART_FILE}): {} vs cost on the basis; rejected groups are marked and their costs are diagnostics.",
+        report.claim.score_name
     )?;
     writeln!(out)
 }
 
-fn group_row(out: &mut String, lineage: &str, row: &GroupRow) -> fmt::Result {
+fn group_row(
+    out: &mut String,
+    lineage: &str,
+    row: &GroupRow,
+    notes: &mut CentsNotes,
+) -> fmt::Result {
     let status = if row.accepted {
         row.status.clone()
     } else {
@@ -307,10 +332,10 @@ fn group_row(out: &mut String, lineage: &str, row: &GroupRow) -> fmt::Result {
         runnable,
         row.requests,
         row.strong_requests,
-        dollars(row.cost.as_ref()),
-        row.cost_per_success
-            .as_ref()
-            .map_or("—".into(), |ratio| format!("${}", ratio.text)),
+        notes.maybe(&format!("{} cost", row.group), row.cost.as_ref()),
+        row.cost_per_success.as_ref().map_or("—".into(), |ratio| {
+            notes.per(&format!("{} cost per success", row.group), ratio)
+        }),
         points(row.score_delta_pp.as_ref()),
         signed_percent(row.cost_delta_pct.as_ref()),
         signed_percent(row.strong_call_delta_pct.as_ref()),
@@ -438,7 +463,12 @@ fn settlement_group(out: &mut String, audit: &SettlementAudit) -> fmt::Result {
         diagnostics_only(audit.diagnostics_only)
     )?;
     writeln!(out)?;
-    let series = series_list(&audit.series);
+    let mut notes = CentsNotes::default();
+    let series = series_list(&audit.series, &audit.group, &mut notes);
+    let frozen_total = notes.maybe(
+        &format!("{} frozen-price total", audit.group),
+        audit.frozen_price_total.as_ref(),
+    );
     writeln!(
         out,
         "- Series (never added together): {}; incomplete requests {}; unpriced requests {}; frozen-price total {}",
@@ -449,7 +479,7 @@ fn settlement_group(out: &mut String, audit: &SettlementAudit) -> fmt::Result {
         },
         audit.incomplete_requests,
         audit.unpriced_requests,
-        dollars(audit.frozen_price_total.as_ref())
+        frozen_total
     )?;
     writeln!(out, "- Settlement states: {}", count_list(&audit.states))?;
     let sets: Vec<String> = audit
@@ -463,20 +493,25 @@ fn settlement_group(out: &mut String, audit: &SettlementAudit) -> fmt::Result {
         sets.join(", ")
     )?;
     writeln!(out)?;
-    settlement_routes(out, audit)?;
+    settlement_routes(out, audit, &mut notes)?;
+    footnote(out, &notes)?;
     for row in &audit.rows {
         writeln!(
             out,
             "- {} {}: {}",
             row.gate,
             holds_or_fails(row.holds),
-            row.evidence
+            evidence_with_ids(row)
         )?;
     }
     writeln!(out)
 }
 
-fn settlement_routes(out: &mut String, audit: &SettlementAudit) -> fmt::Result {
+fn settlement_routes(
+    out: &mut String,
+    audit: &SettlementAudit,
+    notes: &mut CentsNotes,
+) -> fmt::Result {
     writeln!(
         out,
         "| route | tier | requests | uncached input | cache read | cache write | output | reasoning | charges | incomplete |"
@@ -486,7 +521,7 @@ fn settlement_routes(out: &mut String, audit: &SettlementAudit) -> fmt::Result {
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     )?;
     for route in &audit.routes {
-        let charges = series_list(&route.series);
+        let charges = series_list(&route.series, &route.route, notes);
         writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -566,13 +601,14 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
         "| steady state | round cost | control cost | cost delta | note |"
     )?;
     writeln!(out, "| --- | --- | --- | --- | --- |")?;
+    let mut notes = CentsNotes::default();
     for steady in &economics.steady {
         writeln!(
             out,
             "| {} | {} | {} | {} | {} |",
             steady.round,
-            dollars(steady.cost.as_ref()),
-            dollars(steady.control.as_ref()),
+            notes.maybe(&format!("{} cost", steady.round), steady.cost.as_ref()),
+            notes.maybe("control cost", steady.control.as_ref()),
             signed_percent(steady.delta_pct.as_ref()),
             steady.note.as_deref().map_or(String::new(), cell)
         )?;
@@ -587,11 +623,14 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
         match &cumulative.row {
             Some(row) => writeln!(
                 out,
-                "| {} | {} | ${} | ${} | {} | |",
+                "| {} | {} | {} | {} | {} | |",
                 cumulative.through,
                 row.k,
-                row.policy.usd,
-                row.control.usd,
+                notes.money(
+                    &format!("C_policy(1..{}) through {}", row.k, cumulative.through),
+                    &row.policy
+                ),
+                notes.money(&format!("C_control(1..{})", row.k), &row.control),
                 signed_percent(row.delta_pct.as_ref())
             )?,
             None => writeln!(
@@ -603,11 +642,82 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
         }
     }
     writeln!(out)?;
+    footnote(out, &notes)?;
     writeln!(
         out,
         "Steady-state and cumulative rows are separate: a cheap late round does not erase the cost of earlier ones (REPORT-3)."
     )?;
     writeln!(out)
+}
+
+/// Section 10: the cache-read sensitivity of every notional amount.
+fn sensitivity(out: &mut String, sensitivity: &CacheSensitivity) -> fmt::Result {
+    writeln!(out, "### Cache-read sensitivity of the notional amounts")?;
+    writeln!(out)?;
+    if sensitivity.rows.is_empty() {
+        writeln!(out, "No notional amount: nothing depends on a cache split.")?;
+        return writeln!(out);
+    }
+    writeln!(out, "Method: {}.", sensitivity.method)?;
+    writeln!(out)?;
+    let shares: Vec<String> = sensitivity
+        .shares_pct
+        .iter()
+        .map(|share| match share {
+            0 => "0% cache reads (imputed upper bound)".to_string(),
+            share => format!("{share}%"),
+        })
+        .collect();
+    writeln!(
+        out,
+        "| group | notional amount | requests | prompt tokens | observed cache reads | observed cost | {} |",
+        shares.join(" | ")
+    )?;
+    writeln!(out, "|{}", " --- |".repeat(6 + shares.len()))?;
+    let mut notes = CentsNotes::default();
+    for row in &sensitivity.rows {
+        let costs: Vec<String> = row
+            .costs
+            .iter()
+            .map(|share| {
+                notes.maybe(
+                    &format!("{} at {}%", row.group, share.share_pct),
+                    share.cost.as_ref(),
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "| {}{} | {} | {} | {} | {} ({}) | {} | {} |",
+            row.group,
+            if row.diagnostics_only {
+                " (diagnostics)"
+            } else {
+                ""
+            },
+            match row.source {
+                SensitivitySource::FrozenPriceBasis => "cost on the frozen-price basis",
+                SensitivitySource::NotionalSeries => "notional series",
+            },
+            row.requests,
+            row.prompt_tokens,
+            row.cache_read_tokens,
+            percent(row.observed_share_pct.as_ref()),
+            notes.money(&format!("{} observed", row.group), &row.observed),
+            costs.join(" | ")
+        )?;
+    }
+    writeln!(out)?;
+    footnote(out, &notes)?;
+    for row in &sensitivity.rows {
+        for note in &row.notes {
+            writeln!(out, "- {}: {note}", row.group)?;
+        }
+    }
+    if sensitivity.rows.iter().any(|row| !row.notes.is_empty()) {
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// Section 11.
@@ -641,7 +751,7 @@ fn failures(out: &mut String, failures: &Failures) -> fmt::Result {
             diagnostic.group, diagnostic.status
         )?;
         for row in &diagnostic.failing {
-            writeln!(out, "  - {} FAILS: {}", row.gate, row.evidence)?;
+            writeln!(out, "  - {} FAILS: {}", row.gate, evidence_with_ids(row))?;
         }
     }
     failed_cases_and_skips(out, failures)?;
@@ -770,9 +880,34 @@ fn plus_sign(ratio: &Ratio) -> &'static str {
     }
 }
 
-/// `$4.29`, or `—`.
-fn dollars(money: Option<&Money>) -> String {
-    money.map_or("—".into(), |money| format!("${}", money.usd))
+/// A row's evidence text, then the request ids behind a failing join
+/// row's counts.
+fn evidence_with_ids(row: &RowLine) -> String {
+    if row.ids.is_empty() {
+        row.evidence.clone()
+    } else {
+        format!("{}; {}", row.evidence, ids_text(&row.ids))
+    }
+}
+
+/// The footnote of a table whose rounding to the cent hides a difference,
+/// as its own paragraph.
+fn footnote(out: &mut String, notes: &CentsNotes) -> fmt::Result {
+    match notes.footnote() {
+        Some(text) => {
+            writeln!(out, "{text}")?;
+            writeln!(out)
+        }
+        None => Ok(()),
+    }
+}
+
+/// `Score over N` from `score over N`.
+fn capitalized(text: &str) -> String {
+    let mut characters = text.chars();
+    characters.next().map_or(String::new(), |first| {
+        first.to_uppercase().chain(characters).collect()
+    })
 }
 
 /// Text safe inside a table cell.
@@ -792,11 +927,12 @@ fn count_list(counts: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// `actual $1.2, notional $0.3` (empty for none).
-fn series_list(series: &BTreeMap<String, Money>) -> String {
+/// `actual $1.20, notional $0.30` (empty for none), each amount
+/// remembered as `owner series`.
+fn series_list(series: &BTreeMap<String, Money>, owner: &str, notes: &mut CentsNotes) -> String {
     series
         .iter()
-        .map(|(name, amount)| format!("{name} ${}", amount.usd))
+        .map(|(name, amount)| format!("{name} {}", notes.money(&format!("{owner} {name}"), amount)))
         .collect::<Vec<_>>()
         .join(", ")
 }

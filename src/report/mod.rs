@@ -44,6 +44,8 @@
 //!   of each; the interval is the sorted means at ⌊0.025 B⌋ and ⌈0.975 B⌉ − 1.
 
 mod bootstrap;
+mod cents;
+mod join_ids;
 mod lookup;
 mod markdown;
 mod model;
@@ -55,22 +57,28 @@ mod svg;
 mod tables;
 
 pub use bootstrap::{bootstrap_interval, bootstrap_sums, Interval, PercentileSums, SplitMix64};
+pub use join_ids::{ids_text, offending_ids, JOIN_IDS_SHOWN};
 pub use markdown::render_markdown;
 pub use model::{
-    category, Basis, BasisKind, Category, ChartMarker, ChartPoint, Checksums, Claim,
-    ControlResolution, CumulativeRow, Decision, DecisionCounts, Diagnostic, Economics, Excluded,
-    Fact, FailedCase, Failures, Frozen, GoNoGo, GroupRow, IntersectionLine, LedgerHead, PairLine,
-    Paired, PriceLine, Report, RequestIdSet, Role, RoundCheck, RouteLine, RouteUsage, RowLine,
-    Runnable, RuntimeEvidence, SealedLine, SetSize, SettlementAudit, SignOffLine, SkipLine,
+    category, Basis, BasisKind, CacheSensitivity, Category, ChartMarker, ChartPoint, Checksums,
+    Claim, ControlResolution, CumulativeRow, Decision, DecisionCounts, Diagnostic, Economics,
+    Excluded, Fact, FailedCase, Failures, Frozen, GoNoGo, GroupRow, IntersectionLine,
+    JoinDifference, LedgerHead, OffendingIds, PairLine, Paired, PriceLine, Report, RequestIdSet,
+    Role, RoundCheck, RouteLine, RouteUsage, RowLine, Runnable, RuntimeEvidence, SealedLine,
+    SensitivityRow, SensitivitySource, SetSize, SettlementAudit, ShareCost, SignOffLine, SkipLine,
     SteadyRow, StopLine, TimeGap,
 };
 pub use numbers::{
-    cost_per_success, cost_within, delta_pct, duration_text, lifecycle, quality_within, ratio_text,
-    score_delta_pp, score_pct, usd, Cumulative, Money, Ratio,
+    cents, cost_per_success, cost_within, delta_pct, duration_text, lifecycle, quality_within,
+    ratio_text, score_delta_pp, score_pct, usd, Cumulative, Money, Ratio,
 };
 pub use registry::{registry, render_registry_yaml, Omitted, Registry, RegistryMetric};
+pub use sections::CACHE_READ_SHARES_PCT;
 pub use svg::render_svg;
-pub use tables::{tables, to_csv, CaseRow, RequestRow, TableRow, CASE_COLUMNS, REQUEST_COLUMNS};
+pub use tables::{
+    group_table, tables, to_csv, CaseRow, GroupTableRow, RequestRow, TableRow, CASE_COLUMNS,
+    GROUP_COLUMNS, REQUEST_COLUMNS,
+};
 
 use crate::error::Result;
 use crate::method::projections::State;

@@ -105,6 +105,61 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// Which notional amount a cache-read sensitivity row reprices.
+    pub enum SensitivitySource {
+        /// A group's cost on the frozen-price basis: every request, usage x
+        /// the frozen price snapshot.
+        FrozenPriceBasis = "frozen_price_basis",
+        /// A group's own notional series: its requests charged at a cited
+        /// list price.
+        NotionalSeries = "notional_series",
+    }
+}
+
+named_enum! {
+    /// A difference of request-id sets that a failing `requests` row counts
+    /// (JOIN-1); the ids behind the count are listed where the row is shown.
+    pub enum JoinDifference {
+        /// T \ U: traces without a usage row.
+        MissingUsage = "missing_usage",
+        /// U \ T: usage rows without a trace.
+        ExtraUsage = "extra_usage",
+        /// T \ D: traces without a decision.
+        MissingDecisions = "missing_decisions",
+        /// D \ T: decisions without a trace.
+        ExtraDecisions = "extra_decisions",
+        /// T \ R: traces without a request outcome.
+        MissingOutcomes = "missing_outcomes",
+        /// R \ T: request outcomes without a trace.
+        ExtraOutcomes = "extra_outcomes",
+    }
+}
+
+impl JoinDifference {
+    /// How the markdown and the terminal name it (`extra usage`).
+    pub fn words(self) -> &'static str {
+        match self {
+            JoinDifference::MissingUsage => "missing usage",
+            JoinDifference::ExtraUsage => "extra usage",
+            JoinDifference::MissingDecisions => "missing decisions",
+            JoinDifference::ExtraDecisions => "extra decisions",
+            JoinDifference::MissingOutcomes => "missing outcomes",
+            JoinDifference::ExtraOutcomes => "extra outcomes",
+        }
+    }
+}
+
+/// The request ids behind one counted difference of a failing join row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OffendingIds {
+    /// Which difference.
+    pub set: JoinDifference,
+    /// Every id in it (the markdown and the terminal name at most
+    /// [`super::JOIN_IDS_SHOWN`], then how many more).
+    pub ids: Vec<String>,
+}
+
 /// Implements `Serialize` for a struct with named fields as the array of
 /// those fields in order (serde's form of a tuple).
 macro_rules! serialize_as_array {
@@ -209,6 +264,12 @@ pub struct Claim {
     pub cases_per_group: u64,
     /// What the class allows the report to claim (CLASS-2).
     pub allowed_claim: String,
+    /// What `passed / N x 100` is called in this class's report: `official
+    /// score` for a public reproduction, `score over N` otherwise (CLASS-2).
+    pub score_name: String,
+    /// What the report's claims, the go/no-go line first, speak for: the
+    /// allowed claim in a few words (CLASS-2).
+    pub claim_scope: String,
     /// Claims this report refuses, and why (CLASS-5, VERDICT-2).
     pub refused_claims: Vec<String>,
     /// Quality tolerance, percentage points of official score.
@@ -519,8 +580,12 @@ pub struct RowLine {
     pub gate: String,
     /// Holds.
     pub holds: bool,
-    /// Its evidence text.
+    /// Its evidence text, as the verdict has it (and a seal stores it).
     pub evidence: String,
+    /// The request ids behind the counts of a failing `requests` row, from
+    /// the verdict's joins (left out of the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<OffendingIds>,
 }
 
 /// Section 8: four-bucket settlement and join audit of a group.
@@ -621,6 +686,58 @@ pub struct Economics {
     pub steady: Vec<SteadyRow>,
     /// Through each round.
     pub cumulative: Vec<CumulativeRow>,
+}
+
+/// The cost of a notional amount at one cache-read share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareCost {
+    /// Percent of the prompt tokens read from a cache.
+    pub share_pct: u32,
+    /// The cost at that share with the frozen prices, when every route
+    /// involved has the prices it needs.
+    pub cost: Option<Money>,
+}
+
+/// The cache-read sensitivity of one notional amount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SensitivityRow {
+    /// The group.
+    pub group: String,
+    /// Not sealed `accepted`: shown as diagnostics only (VERDICT-2).
+    pub diagnostics_only: bool,
+    /// Which notional amount.
+    pub source: SensitivitySource,
+    /// Requests repriced.
+    pub requests: u64,
+    /// Their prompt tokens: uncached input + cache read + cache write.
+    pub prompt_tokens: u64,
+    /// Their observed cache-read tokens.
+    pub cache_read_tokens: u64,
+    /// Observed cache reads as a percent of the prompt tokens.
+    pub observed_share_pct: Option<Ratio>,
+    /// The amount as the report states it (the observed buckets).
+    pub observed: Money,
+    /// The cost at each share of [`CacheSensitivity::shares_pct`], in order.
+    pub costs: Vec<ShareCost>,
+    /// Whether the 0% cost bounds every share's cost from above: every
+    /// route's cache-read price is at most its uncached input price.
+    pub zero_cache_upper_bound: bool,
+    /// What limits the row (unpriced routes, a cache price above the
+    /// uncached one, an observed cost above the zero-cache one).
+    pub notes: Vec<String>,
+}
+
+/// Section 10: the cache-read sensitivity of every notional amount of the
+/// report (SETTLE-6: notional amounts are usage x a cited price, so they
+/// depend on how much of the prompt a cache served).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheSensitivity {
+    /// The shares, percent of prompt tokens read from a cache.
+    pub shares_pct: Vec<u32>,
+    /// How each cost is computed.
+    pub method: String,
+    /// One per notional amount.
+    pub rows: Vec<SensitivityRow>,
 }
 
 /// A failed, invalid or unfinished case attempt.
@@ -770,6 +887,8 @@ pub struct Report {
     pub runtime: Vec<RuntimeEvidence>,
     /// 10. Steady-state and cumulative economics.
     pub economics: Economics,
+    /// 10. The cache-read sensitivity of every notional amount.
+    pub cache_sensitivity: CacheSensitivity,
     /// 11. Failures, limitations and the time gap.
     pub failures: Failures,
     /// 12. Go/no-go.
@@ -790,6 +909,8 @@ mod tests {
         assert_serde_names(Decision::ALL, Decision::as_str);
         assert_serde_names(Category::ALL, Category::as_str);
         assert_serde_names(RequestIdSet::ALL, RequestIdSet::as_str);
+        assert_serde_names(SensitivitySource::ALL, SensitivitySource::as_str);
+        assert_serde_names(JoinDifference::ALL, JoinDifference::as_str);
     }
 
     /// The named parts serialize as the arrays the JSON form always had.

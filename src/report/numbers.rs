@@ -1,7 +1,13 @@
 //! The report's exact numbers: money as integer micro-USD with its exact
-//! USD text, ratios as integer fractions rounded half away from zero only
-//! for display, and the formulas of REPORT-1..3 (score, deltas, cost per
-//! success, tolerances, the cumulative lifecycle). No binary floats.
+//! USD text and its text to the cent, ratios as integer fractions rounded
+//! half away from zero only for display, and the formulas of REPORT-1..3
+//! (score, deltas, cost per success, tolerances, the cumulative lifecycle).
+//! No binary floats.
+//!
+//! The money rule: people read cents, rounded half away from zero (the
+//! markdown, the chart, the terminal); the JSON form keeps exact micro-USD
+//! (`micro_usd`, and `usd` as exact decimal text), and the markdown adds a
+//! footnote wherever rounding to the cent hides a difference.
 
 use serde::Serialize;
 
@@ -10,13 +16,17 @@ use crate::schema::money::Dec;
 /// Micro-USD per USD.
 pub(crate) const MICRO: i128 = 1_000_000;
 
-/// An amount of money: exact integer micro-USD and its exact USD text.
+/// An amount of money: exact integer micro-USD, its exact USD text and
+/// its USD text to the cent (what people read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Money {
     /// Micro-USD.
     pub micro_usd: u64,
     /// The same amount in USD, exact decimal text (via [`Dec`]).
     pub usd: String,
+    /// The same amount in USD rounded half away from zero to the cent,
+    /// always two decimals (`303.60`): the text the markdown shows.
+    pub usd_cents: String,
 }
 
 impl Money {
@@ -25,8 +35,16 @@ impl Money {
         Money {
             micro_usd,
             usd: usd(micro_usd),
+            usd_cents: cents(micro_usd),
         }
     }
+}
+
+/// Micro-USD as USD to the cent, rounded half away from zero, always two
+/// decimals (`303600000` -> `303.60`, `661394290` -> `661.39`, `5000` ->
+/// `0.01`, `4999` -> `0.00`).
+pub fn cents(micro_usd: u64) -> String {
+    ratio_text(i128::from(micro_usd), MICRO, 2).expect("a u64 over 10^6 fits two places")
 }
 
 /// Micro-USD as exact USD text (`4290000` -> `4.29`, `35831` -> `0.035831`).

@@ -5,7 +5,7 @@
 use std::fmt::{self, Write};
 
 use super::model::{ChartMarker, ChartPoint, Report};
-use super::numbers::{usd, Ratio};
+use super::numbers::{cents, usd, Ratio, MICRO};
 use super::sections::CONTROL;
 
 const WIDTH: i128 = 720;
@@ -84,7 +84,7 @@ fn write_chart(out: &mut String, report: &Report) -> fmt::Result {
     // 10% headroom right of the most expensive group.
     let axis = CostAxis::covering(max.saturating_add(max / 10));
     titles(out, report)?;
-    axes(out, &axis)?;
+    axes(out, &axis, &report.claim.score_name)?;
     if report.chart.iter().any(|point| point.cost.is_none()) {
         writeln!(
             out,
@@ -113,7 +113,8 @@ fn titles(out: &mut String, report: &Report) -> fmt::Result {
         r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
         WIDTH / 2,
         xml(&format!(
-            "Official score vs cost per group: lineage {}",
+            "{} vs cost per group: lineage {}",
+            capitalized(&report.claim.score_name),
             report.lineage
         ))
     )?;
@@ -125,7 +126,25 @@ fn titles(out: &mut String, report: &Report) -> fmt::Result {
     )
 }
 
-fn axes(out: &mut String, axis: &CostAxis) -> fmt::Result {
+/// `Score over N` from `score over N`.
+fn capitalized(text: &str) -> String {
+    let mut characters = text.chars();
+    characters.next().map_or(String::new(), |first| {
+        first.to_uppercase().chain(characters).collect()
+    })
+}
+
+/// A tick's amount: to the cent when the step is whole cents (the money
+/// rule), else exact (a step below a cent would show equal labels).
+fn tick_label(micro_usd: u64, step: u64) -> String {
+    if step.is_multiple_of(MICRO as u64 / 100) {
+        cents(micro_usd)
+    } else {
+        usd(micro_usd)
+    }
+}
+
+fn axes(out: &mut String, axis: &CostAxis, score_name: &str) -> fmt::Result {
     writeln!(
         out,
         r#"<line x1="{LEFT}" y1="{BOTTOM}" x2="{RIGHT}" y2="{BOTTOM}" stroke="black"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{BOTTOM}" stroke="black"/>"#
@@ -148,7 +167,7 @@ fn axes(out: &mut String, axis: &CostAxis) -> fmt::Result {
             r##"<line x1="{x}" y1="{BOTTOM}" x2="{x}" y2="{}" stroke="black"/><text x="{x}" y="{}" text-anchor="middle">${}</text>"##,
             BOTTOM + 5,
             BOTTOM + 20,
-            usd(micro_usd)
+            tick_label(micro_usd, axis.step)
         )?;
     }
     writeln!(
@@ -159,9 +178,10 @@ fn axes(out: &mut String, axis: &CostAxis) -> fmt::Result {
     )?;
     writeln!(
         out,
-        r#"<text x="20" y="{}" text-anchor="middle" transform="rotate(-90 20 {})">official score (% of N)</text>"#,
+        r#"<text x="20" y="{}" text-anchor="middle" transform="rotate(-90 20 {})">{} (%)</text>"#,
         (TOP + BOTTOM) / 2,
-        (TOP + BOTTOM) / 2
+        (TOP + BOTTOM) / 2,
+        xml(score_name)
     )
 }
 
@@ -214,7 +234,7 @@ fn chart_point(out: &mut String, axis: &CostAxis, index: usize, point: &ChartPoi
         point
             .cost
             .as_ref()
-            .map_or("no cost".to_string(), |cost| format!("${}", cost.usd)),
+            .map_or("no cost".to_string(), |cost| format!("${}", cost.usd_cents)),
         match point.marker {
             ChartMarker::Rejected => " (rejected: diagnostics)",
             ChartMarker::Unsealed => " (unsealed)",

@@ -13,6 +13,9 @@ use crate::schema::events::CaseRef;
 use super::lookup::{case_passed, decision_for, request_category};
 use super::model::Category;
 use super::names::tier_or_unresolved;
+use super::sections::{evaluate, CONTROL};
+use crate::method::lineage::group_identities;
+use crate::schema::manifest::is_non_evaluation;
 
 /// One request of a group: its buckets, charge, tier, reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,6 +89,34 @@ pub struct CaseRow {
     pub started_seq: Option<u64>,
 }
 
+/// One target group of a lineage: what a query over the tables needs to
+/// compare groups (its order, kind, seal and N, and where its evidence is:
+/// a reused control's rows are under the lineage that ran it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupTableRow {
+    /// The lineage.
+    pub lineage: String,
+    /// The group.
+    pub group: String,
+    /// Its position in the frozen target list (0-based).
+    pub group_order: u32,
+    /// `canary` (non-evaluation), `control` or `round`.
+    pub kind: String,
+    /// Its sealed status, `unsealed (now X)`, `not_opened`, ...
+    pub group_status: String,
+    /// Sealed `accepted`.
+    pub accepted: bool,
+    /// Seq of its seal.
+    pub sealed_seq: Option<u64>,
+    /// N: its predeclared case identities.
+    pub predeclared_cases: u64,
+    /// The lineage whose rows hold its evidence (another one for a reused
+    /// control, LINEAGE-6).
+    pub source_lineage: Option<String>,
+    /// The group name there.
+    pub source_group: String,
+}
+
 /// The columns of the request table, in order.
 pub const REQUEST_COLUMNS: [&str; 20] = [
     "lineage",
@@ -125,6 +156,20 @@ pub const CASE_COLUMNS: [&str; 11] = [
     "started_seq",
 ];
 
+/// The columns of the group table, in order.
+pub const GROUP_COLUMNS: [&str; 10] = [
+    "lineage",
+    "group",
+    "group_order",
+    "kind",
+    "group_status",
+    "accepted",
+    "sealed_seq",
+    "predeclared_cases",
+    "source_lineage",
+    "source_group",
+];
+
 /// A row of a published table: its serde field names are its columns.
 pub trait TableRow: Serialize {
     /// The columns, in order: the row's serde field names (a test checks
@@ -138,6 +183,45 @@ impl TableRow for RequestRow {
 
 impl TableRow for CaseRow {
     const COLUMNS: &'static [&'static str] = &CASE_COLUMNS;
+}
+
+impl TableRow for GroupTableRow {
+    const COLUMNS: &'static [&'static str] = &GROUP_COLUMNS;
+}
+
+/// Every target group of every lineage of the state, in target order: the
+/// third table of the Parquet dataset (a query joins rounds to their
+/// control through it). Pure.
+pub fn group_table(state: &State) -> Vec<GroupTableRow> {
+    let mut rows = Vec::new();
+    for lineage in state.lineages.values() {
+        let manifest = &lineage.frozen.manifest.public;
+        for (order, name) in manifest.group_names().into_iter().enumerate() {
+            let eval = evaluate(state, lineage, name);
+            let kind = if is_non_evaluation(name) {
+                "canary"
+            } else if name == CONTROL {
+                "control"
+            } else {
+                "round"
+            };
+            rows.push(GroupTableRow {
+                lineage: lineage.frozen.lineage.clone(),
+                group: name.to_string(),
+                group_order: order as u32,
+                kind: kind.to_string(),
+                group_status: eval.status(),
+                accepted: eval.accepted(),
+                sealed_seq: eval.sealed.as_ref().map(|seal| seal.at.seq),
+                predeclared_cases: group_identities(lineage, name).len() as u64,
+                source_lineage: eval
+                    .source_lineage
+                    .map(|source| source.frozen.lineage.clone()),
+                source_group: eval.source_group.clone(),
+            });
+        }
+    }
+    rows
 }
 
 /// One group of a lineage with its verdict, as the tables read it.
@@ -453,6 +537,52 @@ mod tests {
         let header = |csv: String| csv.lines().next().unwrap().to_string();
         assert_eq!(header(to_csv(&[request])), REQUEST_COLUMNS.join(","));
         assert_eq!(header(to_csv(&[case])), CASE_COLUMNS.join(","));
+    }
+
+    /// The group table: its columns are its serde field names, one row
+    /// per target group in target order, a reused control pointing at the
+    /// lineage that ran it (LINEAGE-6).
+    #[test]
+    fn the_group_table_has_a_row_per_target_group() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/replay-tests/scenarios/control-reuse.toml"
+        ))
+        .unwrap();
+        let spec: crate::testkit::scenario::Scenario = toml::from_str(&text).unwrap();
+        let state = crate::testkit::scenario::run(&spec).unwrap().0.state;
+        let rows = group_table(&state);
+        assert_eq!(
+            to_csv(&rows[..1]).lines().next().unwrap(),
+            GROUP_COLUMNS.join(",")
+        );
+        let reused = rows
+            .iter()
+            .find(|row| row.lineage == "short13-kimi-2026-12" && row.group == "control")
+            .unwrap();
+        assert_eq!(
+            (
+                reused.kind.as_str(),
+                reused.source_lineage.as_deref(),
+                reused.accepted
+            ),
+            ("control", Some("short13-kimi-2026-11"), true)
+        );
+        let orders: Vec<(&str, u32, &str)> = rows
+            .iter()
+            .filter(|row| row.lineage == "short13-kimi-2026-11")
+            .map(|row| (row.group.as_str(), row.group_order, row.kind.as_str()))
+            .collect();
+        assert_eq!(
+            orders,
+            [
+                ("canary-1", 0, "canary"),
+                ("control", 1, "control"),
+                ("r1", 2, "round"),
+                ("r2", 3, "round")
+            ]
+        );
+        assert!(rows.iter().all(|row| row.predeclared_cases > 0));
     }
 
     #[test]

@@ -382,7 +382,7 @@ fn the_short13_report_has_every_section_and_numbers_from_its_json() {
         let s = g.score_pct.as_ref().unwrap();
         assert_eq!(s.text, "76.92");
         assert!(md.contains(&format!("| {}/{} | {}% |", g.passed, g.total, s.text)));
-        assert!(md.contains(&format!("${}", g.cost.as_ref().unwrap().usd)));
+        assert!(md.contains(&format!("${}", g.cost.as_ref().unwrap().usd_cents)));
     }
     let r1 = &rep.groups[1];
     assert_eq!(r1.cost_delta_pct.as_ref().unwrap().text, "-55.23");
@@ -560,4 +560,232 @@ fn a_replicated_lineage_gets_the_frozen_bootstrap_interval() {
     );
     // Not the same identities: no cost claim.
     assert!(!rep.groups[1].comparable);
+}
+
+/// The money rule: every amount of the markdown is to the cent (two
+/// decimals), the JSON keeps exact micro-USD, and a footnote names the
+/// exact amounts where rounding hides a difference (issue 21).
+#[test]
+fn the_markdown_shows_cents_and_footnotes_hidden_differences() {
+    let state = short13();
+    let rep = build(&state, None, head()).unwrap();
+    let md = render_markdown(&rep);
+    let r1 = &rep.groups[1];
+    let cost = r1.cost.as_ref().unwrap();
+    assert_eq!(
+        (cost.micro_usd, cost.usd.as_str(), cost.usd_cents.as_str()),
+        (451_750, "0.45175", "0.45")
+    );
+    // Every `$` amount in the markdown has exactly two decimals.
+    for (index, _) in md.match_indices('$') {
+        let amount: String = md[index + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let footnoted = md[..index]
+            .rsplit('\n')
+            .next()
+            .is_some_and(|line| line.starts_with("Rounded to the cent"));
+        if amount.is_empty() || footnoted {
+            continue;
+        }
+        let decimals = amount.split_once('.').map_or(0, |(_, d)| d.len());
+        let line = md[index..].lines().next().unwrap();
+        assert_eq!(decimals, 2, "${amount} in {line}");
+    }
+    // r1 and r2 cost per success: $0.045175 and $0.0465473, both $0.05.
+    assert!(
+        md.contains(
+            "$0.05 stands for r1 cost per success $0.045175, r2 cost per success $0.046547"
+        ),
+        "{md}"
+    );
+    let json = serde_json::to_value(&rep).unwrap();
+    assert_eq!(json["groups"][1]["cost"]["micro_usd"], 451_750);
+}
+
+/// The cache-read sensitivity: control (strong only, frozen-price basis)
+/// at 0% is every prompt token at $3/M plus output at $15/M, an upper
+/// bound of every share; the rounds' economy route has no cache-read price,
+/// so their shares above 0% are not priced (SETTLE-3), and the canary's
+/// own notional series has a row too.
+#[test]
+fn every_notional_amount_has_a_cache_read_sensitivity() {
+    // rule SETTLE-6, SETTLE-3, CLASS-5
+    let state = short13();
+    let rep = build(&state, None, head()).unwrap();
+    let sensitivity = &rep.cache_sensitivity;
+    assert_eq!(sensitivity.shares_pct, [0, 25, 50, 75, 90, 100]);
+    let groups: Vec<(&str, SensitivitySource)> = sensitivity
+        .rows
+        .iter()
+        .map(|row| (row.group.as_str(), row.source))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("canary-1", SensitivitySource::NotionalSeries),
+            ("control", SensitivitySource::FrozenPriceBasis),
+            ("r1", SensitivitySource::FrozenPriceBasis),
+            ("r2", SensitivitySource::FrozenPriceBasis),
+        ]
+    );
+    let control = &sensitivity.rows[1];
+    // 164,417 uncached + 897,841 cache read prompt tokens; 16,423 output.
+    assert_eq!(control.prompt_tokens, 164_417 + 897_841);
+    assert_eq!(control.observed.micro_usd, 1_008_949);
+    let zero = control.costs[0].cost.as_ref().unwrap().micro_usd;
+    // (164,417 + 897,841) x 3 + 16,423 x 15 = 3,186,774 + 246,345.
+    assert_eq!(zero, 3_433_119);
+    let all_read = control.costs[5].cost.as_ref().unwrap().micro_usd;
+    // 1,062,258 x 0.3 = 318,677.4 -> + 246,345 = 565,022.4 -> 565,022.
+    assert_eq!(all_read, 565_022);
+    assert!(control.zero_cache_upper_bound);
+    assert!(control
+        .costs
+        .windows(2)
+        .all(|pair| pair[0].cost.as_ref().unwrap().micro_usd
+            >= pair[1].cost.as_ref().unwrap().micro_usd));
+    assert!(zero >= control.observed.micro_usd);
+    let r1 = &sensitivity.rows[2];
+    assert!(r1.costs[0].cost.is_some());
+    assert!(r1.costs[1..].iter().all(|share| share.cost.is_none()));
+    assert!(
+        r1.notes[0].contains("qwen/qwen3-coder-30b has no cache-read price"),
+        "{:?}",
+        r1.notes
+    );
+    let md = render_markdown(&rep);
+    assert!(md.contains("### Cache-read sensitivity of the notional amounts"));
+    assert!(
+        md.contains("| 0% cache reads (imputed upper bound) | 25% |"),
+        "{md}"
+    );
+    assert!(md.contains("| control | cost on the frozen-price basis | 26 | 1062258 | 897841 (84.52%) | $1.01 | $3.43 |"), "{md}");
+}
+
+/// A failing `requests` row shows the request ids behind its counts in
+/// the report (section 8 and the diagnostics), from the joins projection.
+#[test]
+fn a_failing_join_row_lists_its_request_ids_in_the_report() {
+    // rule JOIN-1
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/scenarios/rejected-join-extra-usage.toml"
+    ))
+    .unwrap();
+    let spec: crate::testkit::scenario::Scenario = toml::from_str(&text).unwrap();
+    let state = crate::testkit::scenario::run(&spec).unwrap().0.state;
+    let rep = build(&state, None, head()).unwrap();
+    let md = render_markdown(&rep);
+    let expected =
+        "T != U (missing usage 0, extra usage 1); extra usage: control-fix-git-t1-0-1-extra";
+    assert!(
+        md.contains(&format!("- requests FAILS: {expected}")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("  - requests FAILS: {expected}")),
+        "{md}"
+    );
+    let json = serde_json::to_value(&rep).unwrap();
+    let audit = json["settlement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|audit| audit["group"] == "control")
+        .unwrap();
+    let row = audit["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["gate"] == "requests")
+        .unwrap();
+    assert_eq!(
+        row["ids"],
+        serde_json::json!([{ "set": "extra_usage", "ids": ["control-fix-git-t1-0-1-extra"] }])
+    );
+}
+
+/// Class-aware wording for every run class (CLASS-2, CLASS-5): the
+/// go/no-go line speaks for exactly the class's claim, the score is
+/// "official" only for a public reproduction, and no line of the report
+/// makes a claim another class owns (a replicated experiment is not
+/// "mechanism evidence"; a public reproduction is not "not a public score").
+#[test]
+fn every_run_class_words_its_claims_as_its_class_allows() {
+    // rule CLASS-2, CLASS-5
+    for class in RunClass::ALL {
+        let mut state = short13();
+        let m = &mut state.lineages.get_mut(L).unwrap().frozen.manifest.public;
+        m.run.class = *class;
+        let trials = match class {
+            RunClass::ReplicatedExperiment => 3,
+            RunClass::PublicReproduction => 5,
+            _ => 1,
+        };
+        m.cases.trials = (1..=trials).map(|trial| format!("t{trial}")).collect();
+        m.method.interval_resamples = 100;
+        if trials > 1 {
+            m.method.interval_method = "95% percentile bootstrap over case pairs".into();
+        }
+        let rep = build(&state, Some(L), head()).unwrap();
+        let md = render_markdown(&rep);
+        let scope = &rep.claim.claim_scope;
+        assert!(
+            rep.go_no_go.line.contains(&format!("({scope})")),
+            "{class:?}: {}",
+            rep.go_no_go.line
+        );
+        assert!(md.contains(&format!("is made {scope}")), "{class:?}");
+        let (must, never): (&[&str], &[&str]) = match class {
+            RunClass::Canary => (
+                &["as a canary", "no quality or cost claim", "score over N"],
+                &[
+                    "official score",
+                    "mechanism evidence on these tasks",
+                    "reproducible Terminal-Bench 2.1 result over",
+                ],
+            ),
+            RunClass::MechanismIteration => (
+                &[
+                    "as mechanism evidence on these tasks, not a public score",
+                    "score over N",
+                ],
+                &[
+                    "official score",
+                    "as a replicated experiment",
+                    "reproducible Terminal-Bench 2.1 result over",
+                ],
+            ),
+            RunClass::ReplicatedExperiment => (
+                &[
+                    "as a replicated experiment on these 13 tasks x 3 trials",
+                    "not a reproducible Terminal-Bench result",
+                    "score over N",
+                ],
+                &[
+                    "official score",
+                    "mechanism evidence",
+                    "not a public score",
+                    "reproducible Terminal-Bench 2.1 result over",
+                ],
+            ),
+            RunClass::PublicReproduction => (
+                &[
+                    "as a reproducible Terminal-Bench 2.1 result over N = 65",
+                    "official score",
+                ],
+                &["not a public score", "mechanism evidence", "score over N |"],
+            ),
+        };
+        for phrase in must {
+            assert!(md.contains(phrase), "{class:?}: {phrase:?} missing");
+        }
+        for phrase in never {
+            let line = md.lines().find(|line| line.contains(phrase));
+            assert!(line.is_none(), "{class:?}: {phrase:?} in {line:?}");
+        }
+        assert!(render_svg(&rep).contains(&format!("{} (%)", rep.claim.score_name)));
+    }
 }

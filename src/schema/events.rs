@@ -45,6 +45,10 @@ pub enum PayloadError<E> {
 macro_rules! vocabulary {
     ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $kind:literal ),* $(,)?) => {
         /// One event of the vocabulary.
+        // Events are decoded one at a time and folded, never stored in bulk
+        // as `Event`s: the size difference between variants costs nothing
+        // measurable and boxing would touch every decide and projection.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum Event {
             $( $(#[$doc])* $variant($ty), )*

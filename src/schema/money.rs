@@ -354,7 +354,7 @@ impl Dec {
             out.push_str(frac);
         } else {
             out.push_str("0.");
-            out.extend(std::iter::repeat('0').take(scale - digits.len()));
+            out.extend(std::iter::repeat_n('0', scale - digits.len()));
             out.push_str(&digits);
         }
         out

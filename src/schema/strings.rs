@@ -45,7 +45,7 @@ macro_rules! ignore {
     };
 }
 
-impl<'a> ser::Serializer for &'a mut Visitor<'_> {
+impl ser::Serializer for &mut Visitor<'_> {
     type Ok = ();
     type Error = Stop;
     type SerializeSeq = Self;

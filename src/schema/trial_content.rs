@@ -236,7 +236,7 @@ mod tests {
     );
     const REAL: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/replay-tests/fixtures/bitrouter-real/harbor"
+        "/replay-tests/fixtures/bitrouter/real-1.0.0-alpha.35/harbor"
     );
 
     fn read(path: &str) -> Value {

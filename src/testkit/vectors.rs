@@ -552,7 +552,7 @@ fn record(seq: u64, event: &Event, key: Option<String>) -> Record {
         },
         kind: event.kind().into(),
         idempotency_key: key,
-        payload: crate::log::codec::encode_payload(&event).expect("example events encode"),
+        payload: crate::log::codec::encode_payload(event).expect("example events encode"),
     }
 }
 

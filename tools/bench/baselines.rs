@@ -106,7 +106,7 @@ pub fn ingest_ledger(dir: &Path, n: usize, batch: usize) -> Ingest {
         .map(|s| s.bytes.len())
         .sum::<usize>()
         * n
-        / n.min(1000).max(1);
+        / n.clamp(1, 1000);
     let base_kib = vm_rss_kib();
     reset_peak_rss();
     let t = Instant::now();

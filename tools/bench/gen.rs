@@ -403,7 +403,7 @@ fn trial_result(
     config_blake3: &str,
     n: u64,
 ) -> Event {
-    let reward = if n % 3 == 0 { "0.0" } else { "1.0" };
+    let reward = if n.is_multiple_of(3) { "0.0" } else { "1.0" };
     Event::TrialResultRecorded(TrialResultRecorded {
         group: g.clone(),
         case: case.clone(),
@@ -606,7 +606,12 @@ fn run_cases(
                             reason: "static_table".into(),
                             baseline_tier: Some("strong".into()),
                             selected_tier: Some(
-                                if n % 2 == 0 { "economy" } else { "strong" }.into(),
+                                if n.is_multiple_of(2) {
+                                    "economy"
+                                } else {
+                                    "strong"
+                                }
+                                .into(),
                             ),
                             selected_model: Some("ambient:qwen/qwen3-coder-30b".into()),
                             pinned: false,
@@ -636,7 +641,7 @@ fn run_cases(
                             request_id: Some(rid),
                             session_key: name.clone(),
                             task_id: format!("terminal-bench/{}", case.task),
-                            reward: if n % 3 == 0 {
+                            reward: if n.is_multiple_of(3) {
                                 "0.0".into()
                             } else {
                                 "1.0".into()

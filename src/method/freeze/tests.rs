@@ -194,6 +194,59 @@ fn class_task_and_trial_counts_must_fit() {
     assert_eq!(refused_rule(r), "CLASS-1");
 }
 
+/// The published report's shape: 88 runnable tasks of 89 x 1 trial has no
+/// legal class; the refusal says what the operator can run instead
+/// (issue 21).
+#[test]
+fn a_refused_shape_names_the_legal_alternatives() {
+    // rule CLASS-1, CLASS-3
+    let public = crate::testkit::scenario::public_example();
+    let last_task = public
+        .lines()
+        .find(|line| line.contains("name = \"task-88\""))
+        .unwrap()
+        .to_string();
+    let text = public
+        .replace(&format!("{last_task}\n"), "")
+        .replace(
+            "class = \"public_reproduction\"",
+            "class = \"mechanism_iteration\"",
+        )
+        .replace(
+            "trials = [\"t1\", \"t2\", \"t3\", \"t4\", \"t5\"]",
+            "trials = [\"t1\"]",
+        );
+    let message = match freeze(&text, "m", EXAMPLE_PRIVATE, "p") {
+        Err(Error::Refused { rule, message }) => {
+            assert_eq!(rule.as_str(), "CLASS-1");
+            message
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    for expected in [
+        "got 88 tasks x 1 trials; instead: ",
+        "a public reproduction of all 89 tasks (1 more; a task refused by security policy stays listed and becomes a validated skip, CASE-6, counting 0 of N) x exactly 5 trials",
+        "or a replicated experiment of these 88 tasks x at least 3 trials",
+        "or a mechanism iteration of 8 to 20 of them x exactly 1 trial",
+    ] {
+        assert!(message.contains(expected), "{expected:?} not in {message}");
+    }
+    // 13 tasks x 2 trials as a mechanism iteration: one trial, or three.
+    match edited("trials = [\"t1\"]", "trials = [\"t1\", \"t2\"]") {
+        Err(Error::Refused { message, .. }) => {
+            assert!(
+                message.contains("a replicated experiment of these 13 tasks x at least 3 trials"),
+                "{message}"
+            );
+            assert!(
+                message.contains("a mechanism iteration of these 13 tasks x exactly 1 trial"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
 #[test]
 fn target_groups_must_be_control_r1_r2_in_order() {
     // rule LINEAGE-1

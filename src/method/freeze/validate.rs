@@ -237,9 +237,52 @@ fn check_class_shape(manifest: &ManifestFile, source: &str) -> Result<()> {
         _ => None,
     };
     if let Some(problem) = class_problem {
+        let problem = match legal_alternatives(manifest.run.class, tasks, trials) {
+            Some(instead) => format!("{problem}; instead: {instead}"),
+            None => problem,
+        };
         return Err(refused(Rule::Class1, source, "run.class", problem));
     }
     Ok(())
+}
+
+/// What the operator can run instead of a `tasks` x `trials` shape its
+/// class refuses (CLASS-1): each legal shape within reach of this task
+/// list. `None` without tasks (no scored class fits).
+fn legal_alternatives(class: RunClass, tasks: usize, trials: usize) -> Option<String> {
+    if tasks == 0 {
+        return None;
+    }
+    let mut instead = Vec::new();
+    if tasks <= PUBLIC_TASKS {
+        let missing = PUBLIC_TASKS - tasks;
+        let skip = if missing > 0 {
+            format!(" ({missing} more; a task refused by security policy stays listed and becomes a validated skip, CASE-6, counting 0 of N)")
+        } else {
+            String::new()
+        };
+        instead.push(format!(
+            "a public reproduction of all {PUBLIC_TASKS} tasks{skip} x exactly {PUBLIC_TRIALS} trials"
+        ));
+    }
+    if !(class == RunClass::ReplicatedExperiment && trials >= REPLICATED_TRIALS_MIN) {
+        instead.push(format!(
+            "a replicated experiment of these {tasks} tasks x at least {REPLICATED_TRIALS_MIN} trials"
+        ));
+    }
+    if (MECHANISM_TASKS_MIN..=MECHANISM_TASKS_MAX).contains(&tasks) {
+        instead.push(format!(
+            "a mechanism iteration of these {tasks} tasks x exactly 1 trial"
+        ));
+    } else if tasks > MECHANISM_TASKS_MAX {
+        instead.push(format!(
+            "a mechanism iteration of {MECHANISM_TASKS_MIN} to {MECHANISM_TASKS_MAX} of them x exactly 1 trial"
+        ));
+    }
+    Some(format!(
+        "{} (each a different experiment, frozen anew: CLASS-3)",
+        instead.join("; or ")
+    ))
 }
 
 /// Each group on its own: bounded count, label, unique name, an

@@ -39,7 +39,8 @@ pub use planes::{
     classify, planes, PlaneKey, Planes, ReliabilityLine, SemanticLine, TraceOutcome, Withheld,
 };
 pub use settlement::{
-    settle_request, settlement, RequestSettlement, Series, Settlement, SettlementState,
+    request_rates, settle_request, settlement, RequestSettlement, Series, Settlement,
+    SettlementState,
 };
 pub use skip::Skip;
 

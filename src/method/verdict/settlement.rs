@@ -162,6 +162,30 @@ fn frozen_rates(
     })
 }
 
+/// The frozen rates that price request `r` (SETTLE-3, SETTLE-8): the price
+/// record of the frozen route its usage row names, for the date of its
+/// first trace, with the declared cache fallbacks applied. `None` without
+/// a usage row, a trace, a frozen route or a covering price record. What
+/// [`settle_request`] recomputes with, for a report's what-if tables
+/// (the cache-read sensitivity) that reprice the same tokens.
+pub fn request_rates(m: &ManifestFile, r: &RequestState) -> Option<Rates> {
+    let (_, usage) = r.usage.first()?;
+    let route = m
+        .routes
+        .iter()
+        .find(|rt| rt.provider == usage.provider_id && rt.model == usage.model_id)?;
+    let (_, trace) = r.traces.first()?;
+    let date = trace.captured_at.get(..10).unwrap_or("");
+    frozen_rates(
+        m,
+        &usage.provider_id,
+        &usage.model_id,
+        &route.credential_class,
+        date,
+    )
+    .map(|frozen| frozen.rates)
+}
+
 fn to_buckets(b: &TokenBuckets) -> Buckets {
     Buckets {
         uncached_input_tokens: b.uncached_input_tokens,

@@ -19,6 +19,8 @@ pub(super) fn claim(ctx: &Ctx<'_>, refused_claims: Vec<String>) -> Claim {
         trials_per_task: manifest.cases.trials.len() as u64,
         cases_per_group: ctx.cases_per_group,
         allowed_claim: allowed_claim(manifest),
+        score_name: score_name(manifest.run.class).into(),
+        claim_scope: claim_scope(manifest),
         refused_claims,
         quality_tolerance_pp: method.quality_tolerance_pct.canonical(),
         cost_tolerance_pct: method.cost_tolerance_pct.canonical(),
@@ -42,6 +44,37 @@ pub(crate) fn allowed_claim(manifest: &ManifestFile) -> String {
         ),
         RunClass::PublicReproduction => format!(
             "public reproduction ({tasks} tasks x {trials} trials): a reproducible Terminal-Bench {} result; the official score is over N = {} with skips as 0 (CLASS-2, REPORT-1)",
+            manifest.benchmark.version,
+            tasks * trials
+        ),
+    }
+}
+
+/// What `passed / N x 100` is called in a report of this class: the
+/// "official score" only where the class yields a public, reproducible
+/// result (CLASS-2); elsewhere the same number over the same official
+/// denominator (REPORT-1) is the "score over N".
+pub(crate) fn score_name(class: RunClass) -> &'static str {
+    match class {
+        RunClass::PublicReproduction => "official score",
+        _ => "score over N",
+    }
+}
+
+/// What every claim of the report, the go/no-go line first, speaks for:
+/// the class's allowed claim in a few words (CLASS-2), so no line of the
+/// report says more or less than section 1.
+pub(crate) fn claim_scope(manifest: &ManifestFile) -> String {
+    let tasks = manifest.cases.tasks.len();
+    let trials = manifest.cases.trials.len();
+    match manifest.run.class {
+        RunClass::Canary => "as a canary: the path works end to end; no quality or cost claim".into(),
+        RunClass::MechanismIteration => "as mechanism evidence on these tasks, not a public score".into(),
+        RunClass::ReplicatedExperiment => format!(
+            "as a replicated experiment on these {tasks} tasks x {trials} trials: paired per-case deltas with the predeclared 95% interval, not a reproducible Terminal-Bench result"
+        ),
+        RunClass::PublicReproduction => format!(
+            "as a reproducible Terminal-Bench {} result over N = {}",
             manifest.benchmark.version,
             tasks * trials
         ),
@@ -104,8 +137,12 @@ fn refused_by_class_role_and_basis(ctx: &Ctx<'_>) -> Vec<String> {
             "a reproducible Terminal-Bench result: only the full 89 x 5 run is one (CLASS-2)"
                 .to_string(),
         ),
-        _ => refused
+        RunClass::MechanismIteration => refused
             .push("a public score: one trial per case is mechanism evidence (CLASS-2)".to_string()),
+        RunClass::Canary => refused.push(
+            "any quality or cost claim: a canary shows only that the path works (CLASS-2)"
+                .to_string(),
+        ),
     }
     match ctx.manifest.run.role {
         RunRole::Tuning => {

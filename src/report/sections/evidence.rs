@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 
 use crate::method::projections::GroupState;
-use crate::method::verdict::{RequestSettlement, Series};
+use crate::method::verdict::{Joins, RequestSettlement, Series};
 use crate::schema::events::{GateRow, TraceStatus};
 
 use super::basis::CostSummary;
 use super::{Ctx, GroupEval, OpenedGroup};
+use crate::report::join_ids::offending_ids;
 use crate::report::lookup::{decision_for, request_category, served_other_model};
 use crate::report::model::{
     Category, DecisionCounts, RequestIdSet, RouteUsage, RowLine, RuntimeEvidence, SetSize,
@@ -42,12 +43,14 @@ fn with_evidence<'c, 'a>(ctx: &'c Ctx<'a>) -> impl Iterator<Item = WithEvidence<
     })
 }
 
-/// A gate row as evidence.
-pub(super) fn row_line(row: &GateRow) -> RowLine {
+/// A gate row as evidence, with the request ids behind a failing join
+/// row's counts (from the verdict's joins).
+pub(super) fn row_line(row: &GateRow, joins: &Joins) -> RowLine {
     RowLine {
         gate: row.gate.clone(),
         holds: row.holds,
         evidence: row.evidence.clone(),
+        ids: offending_ids(joins, row),
     }
 }
 
@@ -138,7 +141,7 @@ fn settlement_of(group: &WithEvidence<'_, '_>) -> SettlementAudit {
                     .iter()
                     .any(|r| r.as_str() == row.gate)
             })
-            .map(row_line)
+            .map(|row| row_line(row, joins))
             .collect(),
     }
 }
@@ -254,11 +257,12 @@ fn runtime_of(ctx: &Ctx<'_>, group: &WithEvidence<'_, '_>) -> RuntimeEvidence {
         .rows
         .iter()
         .find(|row| row.gate == VerdictRow::Cleanup.as_str())
-        .map(row_line)
+        .map(|row| row_line(row, &verdict.joins))
         .unwrap_or(RowLine {
             gate: VerdictRow::Cleanup.as_str().into(),
             holds: false,
             evidence: "no cleanup row".into(),
+            ids: Vec::new(),
         });
     RuntimeEvidence {
         group: group.eval().name.clone(),

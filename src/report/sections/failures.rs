@@ -42,7 +42,12 @@ fn diagnostics(ctx: &Ctx<'_>) -> Vec<Diagnostic> {
         .map(|group| Diagnostic {
             group: group.eval.name.clone(),
             status: group.eval.status(),
-            failing: group.verdict.failing().into_iter().map(row_line).collect(),
+            failing: group
+                .verdict
+                .failing()
+                .into_iter()
+                .map(|row| row_line(row, &group.verdict.joins))
+                .collect(),
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::method::projections::SignOff;
 use crate::report::model::{ControlResolution, Fact, Frozen, PriceLine, RouteLine, SignOffLine};
-use crate::report::numbers::usd;
+use crate::report::numbers::cents;
 use crate::schema::manifest::ManifestFile;
 
 /// Section 3, with the frozen hashes (shared with the checksums).
@@ -181,7 +181,7 @@ fn limits(manifest: &ManifestFile) -> Vec<Fact> {
         ),
         Fact::new(
             "spend stop",
-            format!("${}", usd(limits.spend_stop_micro_usd)),
+            format!("${}", cents(limits.spend_stop_micro_usd)),
         ),
         Fact::new(
             "severe-quality stop",

@@ -6,7 +6,6 @@ use crate::report::model::{
     Checksums, Decision, Economics, Fact, GoNoGo, GroupRow, LedgerHead, RoundCheck, SealedLine,
 };
 use crate::report::numbers::{cost_within, quality_within};
-use crate::schema::manifest::RunClass;
 
 /// The go/no-go checks of every round, in round order.
 pub(super) fn round_checks(
@@ -108,8 +107,9 @@ fn reasons(ctx: &Ctx<'_>, rows: &[GroupRow], checks: &[RoundCheck]) -> Vec<Strin
 pub(super) fn go_no_go(ctx: &Ctx<'_>, rows: &[GroupRow], checks: Vec<RoundCheck>) -> GoNoGo {
     let quality_tolerance = ctx.manifest.method.quality_tolerance_pct.canonical();
     let cost_tolerance = ctx.manifest.method.cost_tolerance_pct.canonical();
+    let score_name = super::claim::score_name(ctx.manifest.run.class);
     let rule = format!(
-        "GO only when every predeclared round is sealed accepted and comparable with an accepted control (same identities, one cost basis), every round's official score is within {quality_tolerance} points of control, and the last round's cost delta and the cumulative cost delta through it are each at most {cost_tolerance}% (REPORT-2, REPORT-3, CLASS-5)",
+        "GO only when every predeclared round is sealed accepted and comparable with an accepted control (same identities, one cost basis), every round's {score_name} is within {quality_tolerance} points of control, and the last round's cost delta and the cumulative cost delta through it are each at most {cost_tolerance}% (REPORT-2, REPORT-3, CLASS-5)",
     );
     let reasons = reasons(ctx, rows, &checks);
     let any_rejected =
@@ -122,10 +122,7 @@ pub(super) fn go_no_go(ctx: &Ctx<'_>, rows: &[GroupRow], checks: Vec<RoundCheck>
     } else {
         Decision::NoGo
     };
-    let scope = match ctx.manifest.run.class {
-        RunClass::PublicReproduction => "",
-        _ => " (as mechanism evidence on these tasks, not a public score)",
-    };
+    let scope = format!(" ({})", super::claim::claim_scope(ctx.manifest));
     let line = match decision {
         Decision::Go => format!(
             "GO{scope}: every round accepted and comparable, quality within {quality_tolerance} points, steady-state and cumulative cost within {cost_tolerance}%",

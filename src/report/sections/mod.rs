@@ -14,6 +14,7 @@ mod frozen;
 mod go_no_go;
 mod groups;
 mod paired;
+mod sensitivity;
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,7 @@ use super::REPORT_FORMAT;
 
 pub(crate) use basis::CostSummary;
 pub(crate) use claim::allowed_claim;
+pub use sensitivity::CACHE_READ_SHARES_PCT;
 
 /// The name of the control group in a lineage's target list.
 pub(crate) const CONTROL: &str = "control";
@@ -319,5 +321,6 @@ pub(crate) fn report(ctx: &Ctx<'_>, head: LedgerHead) -> Report {
         groups,
         decisions,
         economics,
+        cache_sensitivity: sensitivity::cache_sensitivity(ctx),
     }
 }
