@@ -330,6 +330,164 @@ mod corpus {
         }
     }
 
+    /// The sealed verdict of `group` in ledger `name`, replayed.
+    fn replayed_verdict(name: &str, group: &str) -> verdict::Verdict {
+        let (_t, ledger) = import(name);
+        let state = replay_scanning(&ledger).unwrap();
+        let l = state.lineages.values().next().unwrap();
+        verdict::group_verdict(&state, l, group)
+    }
+
+    /// The failing rows of a verdict, as `gate: evidence`.
+    fn failing(v: &verdict::Verdict) -> Vec<String> {
+        v.rows
+            .iter()
+            .filter(|r| !r.holds)
+            .map(|r| format!("{}: {}", r.gate, r.evidence))
+            .collect()
+    }
+
+    /// Issue 16: each evidence-binding scenario (built through the real
+    /// decisions by gen-replay) ends with the rule's rejection, the failing
+    /// row naming the rule.
+    #[test]
+    fn evidence_binding_scenarios_reject_with_the_rule_named() {
+        let cases: [(&str, &str, &str, &str, &str); 10] = [
+            // item 1: another task version (BIND-1)
+            (
+                "rejected-bind-checksum",
+                "control",
+                "rejected_manifest",
+                "manifest",
+                "BIND-1 fix-git/t1: task checksum",
+            ),
+            // item 2: another model, no api_base (BIND-1)
+            (
+                "rejected-bind-config",
+                "control",
+                "rejected_manifest",
+                "manifest",
+                "embedded TrialConfig",
+            ),
+            // item 4: Harbor retries in the job's files (BIND-1, CASE-5)
+            (
+                "rejected-bind-retries",
+                "control",
+                "rejected_manifest",
+                "manifest",
+                "Harbor retries",
+            ),
+            // item 5: a reward file without the frozen key (BIND-2)
+            (
+                "rejected-bind-reward-key",
+                "control",
+                "rejected_runtime",
+                "runtime",
+                "no reward under the frozen key",
+            ),
+            // item 6: timestamps before the launch (BIND-1)
+            (
+                "rejected-bind-window",
+                "control",
+                "rejected_runtime",
+                "trial result",
+                "BIND-1 outside the launch window",
+            ),
+            // item 7: a canary whose only case was skipped (BIND-4)
+            (
+                "rejected-bind-canary-skip",
+                "canary-1",
+                "rejected_runtime",
+                "trial result",
+                "BIND-4",
+            ),
+            // item 7: a canary without a settled, joined request (BIND-4)
+            (
+                "rejected-bind-canary-unsettled",
+                "canary-1",
+                "rejected_join",
+                "requests",
+                "BIND-4",
+            ),
+            // item 7: cases that ran with no request (BIND-4)
+            (
+                "rejected-bind-no-requests",
+                "control",
+                "rejected_join",
+                "requests",
+                "BIND-4",
+            ),
+            // item 8: a reward joined to a 429'd request (BIND-5, PLANE-1)
+            (
+                "rejected-bind-outcome-429",
+                "r1",
+                "rejected_join",
+                "reward join",
+                "BIND-5, PLANE-1",
+            ),
+            // item 11: a credential in an exception message (BIND-8)
+            (
+                "rejected-bind-credential",
+                "control",
+                "rejected_manifest",
+                "secrets",
+                "BIND-8",
+            ),
+        ];
+        for (name, group, status, row, needle) in cases {
+            let v = replayed_verdict(name, group);
+            let status_text = serde_json::to_value(v.status).unwrap();
+            assert_eq!(
+                status_text.as_str().unwrap(),
+                status,
+                "{name}/{group}: {status_text} {:?}",
+                failing(&v)
+            );
+            let rows = failing(&v);
+            assert!(
+                rows.iter()
+                    .any(|r| r.starts_with(row) && r.contains(needle)),
+                "{name}/{group}: no failing {row:?} row naming {needle:?}: {rows:?}"
+            );
+        }
+    }
+
+    /// BIND-5, PLANE-1: after a weak 429 and a strong fallback that solved
+    /// the task, the reliability plane counts the 429 under the weak
+    /// provider + model, and the semantic plane credits only the completed
+    /// request.
+    #[test]
+    fn a_429_counts_in_reliability_and_earns_no_semantic_credit() {
+        let v = replayed_verdict("rejected-bind-outcome-429", "r1");
+        let lines = v.planes.lines();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("reliability ") && l.contains("1 rate_limited")),
+            "{lines:#?}"
+        );
+        assert!(
+            v.planes
+                .outcomes_on_incomplete
+                .iter()
+                .any(|id| id.ends_with("-429")),
+            "{:?}",
+            v.planes
+        );
+        assert!(
+            v.planes
+                .withheld
+                .iter()
+                .any(|w| w.request_id.ends_with("-429")),
+            "{:?}",
+            v.planes.withheld
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("semantic ")),
+            "{lines:#?}"
+        );
+    }
+
     fn statuses(name: &str) -> Vec<(String, String)> {
         let (_t, ledger) = import(name);
         let state = replay_scanning(&ledger).unwrap();
@@ -635,10 +793,11 @@ mod corpus {
 }
 
 /// Every rule id of method.md sections 6-10 (LINEAGE, SETTLE, JOIN, CLEAN,
-/// VERDICT) is cited by at least one test: in a `*_tests.rs` file, a test
-/// module (after `#[cfg(test)]`), `tests/` or `replay-tests/`.
+/// VERDICT), 12 (PLANE) and 14 (BIND) is cited by at least one test: in a
+/// `*_tests.rs` file, a test module (after `#[cfg(test)]`), `tests/` or
+/// `replay-tests/`.
 #[test]
-fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
+fn every_rule_of_sections_6_to_10_12_and_14_is_cited_by_a_test() {
     let mut ids: Vec<String> = Vec::new();
     for (prefix, n) in [
         ("LINEAGE", 9),
@@ -646,6 +805,8 @@ fn every_rule_of_sections_6_to_10_is_cited_by_a_test() {
         ("JOIN", 4),
         ("CLEAN", 3),
         ("VERDICT", 4),
+        ("PLANE", 2),
+        ("BIND", 9),
     ] {
         for i in 1..=n {
             ids.push(format!("{prefix}-{i}"));

@@ -187,6 +187,8 @@ fn setup(kind: &str) -> Harness {
                 h.example_key("bob"),
                 h.example_key("carol"),
             );
+            // evidence binds only to an opened group (GATE-4)
+            h.open_directly("r1");
             h.ok(&[
                 "manifest", "sign-off", "--role", "operator", "--key", &alice,
             ]);

@@ -410,6 +410,52 @@ fn a_world_readable_ledger_dir_is_warned_about() {
 }
 
 impl Harness {
+    /// Puts the example manifest's frozen GATE-7 validator where its
+    /// relative command finds it (BIND-7): the real
+    /// `tools/harbor/validate_trial_config.py` (so its BLAKE3 is the frozen
+    /// one) and, as the interpreter `tools/.venv-harbor/bin/python`, a
+    /// stand-in that prints and exits `exit_code` (no Harbor venv in tests).
+    fn stand_in_validator(&self, exit_code: i32) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let program = self.path("tools/harbor/validate_trial_config.py");
+        std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+        std::fs::copy(dir.join("tools/harbor/validate_trial_config.py"), &program).unwrap();
+        let python = self.path("tools/.venv-harbor/bin/python");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(
+            &python,
+            format!("#!/bin/sh\necho \"validated $2\"\nexit {exit_code}\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Records the daemon start of `group` of the example manifest directly
+    /// (a `group_opened.v1`): evidence binds only to a group whose daemon
+    /// ran (GATE-4, issue 16 item 14).
+    fn open_directly(&self, group: &str) {
+        let frozen = benchledger::method::freeze::freeze(MANIFEST, "m", PRIVATE, "p").unwrap();
+        let m = &frozen.manifest.public;
+        let g = m.groups.iter().find(|g| g.name == group).unwrap();
+        let opened = benchledger::schema::events::Event::GroupOpened(
+            benchledger::schema::events::GroupOpened {
+                group: benchledger::schema::events::GroupRef {
+                    lineage: frozen.lineage.clone(),
+                    group: group.into(),
+                },
+                binary_sha256: m.software.bitrouter_binary_sha256.clone(),
+                config_sha256: m.software.bitrouter_config_sha256[group].clone(),
+                ports: g.ports.clone(),
+                db_path: g.db_path.clone(),
+                out_dir: g.out_dir.clone(),
+            },
+        );
+        cases::append(self, vec![opened]);
+    }
+}
+
+impl Harness {
     fn cmd_at(&self, ledger: &Path) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_benchledger"));
         c.current_dir(self.tmp.path())
@@ -697,14 +743,25 @@ mod cases {
             .unwrap();
     }
 
+    /// A passing check with the numbers that earn it (BIND-6).
     fn check(kind: CheckKind, group: Option<&str>, target: &str) -> Event {
+        let mut details = BTreeMap::new();
+        match kind {
+            CheckKind::Residue => {
+                details.insert("sandbox_count".to_string(), "0".to_string());
+            }
+            CheckKind::DaemonHealth | CheckKind::ProviderSentinel => {
+                details.insert("http_status".to_string(), "200".to_string());
+            }
+            _ => {}
+        }
         Event::CheckRecorded(CheckRecorded {
             lineage: L.into(),
             group: group.map(Into::into),
             check: kind,
             target: target.into(),
             status: Status::Pass,
-            details: BTreeMap::new(),
+            details,
         })
     }
 
@@ -738,6 +795,7 @@ mod cases {
             "--out",
             &g.out_dir,
         ]);
+        let required = u64::from(m.limits.concurrency) * m.sandbox.vcpu + m.aws.quota_headroom_vcpu;
         let mut gates = vec![
             Event::IdentityChecked(IdentityChecked {
                 lineage: L.into(),
@@ -745,19 +803,20 @@ mod cases {
                 region: "us-east-1".into(),
                 endpoint_override: None,
                 ambient_variables_ignored: vec![],
-                account: None,
-                principal: None,
+                account: Some(frozen.manifest.private.account.clone()),
+                principal: Some(frozen.manifest.private.principal_arn.clone()),
                 status: Status::Pass,
                 error: None,
             }),
+            // BIND-6: the numbers earn the pass (the frozen GATE-2 formula)
             Event::QuotaChecked(QuotaChecked {
                 lineage: L.into(),
                 region: "us-east-1".into(),
                 quota_code: "L-1216C47A".into(),
-                quota_vcpu: 64,
+                quota_vcpu: required + 64,
                 used_vcpu: 0,
-                available_vcpu: 64,
-                required_vcpu: 2,
+                available_vcpu: required + 64,
+                required_vcpu: required,
                 status: Status::Pass,
                 error: None,
             }),
@@ -774,7 +833,15 @@ mod cases {
                 replacement: 0,
             };
             let rendered = benchledger::method::trial_config::render(m, "canary-1", &c).unwrap();
-            gates.push(check(CheckKind::ConfigValidated, None, &rendered.blake3));
+            // BIND-7: validated by the frozen validator
+            let mut validated = check(CheckKind::ConfigValidated, None, &rendered.blake3);
+            if let Event::CheckRecorded(c) = &mut validated {
+                let v = &frozen.plan.binding.validator;
+                c.details
+                    .insert("program_blake3".into(), v.program_blake3.clone());
+                c.details.insert("exit_code".into(), "0".into());
+            }
+            gates.push(validated);
         }
         append(&h, gates);
         h
@@ -813,6 +880,77 @@ mod cases {
             .into_iter()
             .map(|c| c.wait_with_output().unwrap().into())
             .collect()
+    }
+
+    #[test]
+    fn evidence_binds_only_where_a_launch_can_be_bind_9() {
+        // Issue 16 items 12-14 through the CLI. rule GATE-4, BIND-9,
+        // CASE-6, CASE-8, LINEAGE-1.
+        let h = ready(1);
+        let fix = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/replay-tests/fixtures/bitrouter"
+        );
+        // item 14: r1's daemon start was never recorded: no evidence binds.
+        h.refused(
+            &["ingest", "usage", "r1", &format!("{fix}/usage.jsonl")],
+            3,
+            "GATE-4",
+        );
+        // item 13: render-config only for identities that can ever start.
+        let out = h.path("x.json");
+        let out = out.to_str().unwrap();
+        for (case, rule) in [
+            ("hello-world/c1/replacement-02", "CASE-6"),
+            ("hello-world/c99", "CASE-8"),
+        ] {
+            h.refused(
+                &["case", "render-config", "canary-1", case, "-o", out],
+                3,
+                rule,
+            );
+        }
+        h.refused(
+            &["case", "render-config", "r9", "hello-world/c1", "-o", out],
+            3,
+            "LINEAGE-1",
+        );
+        // item 12: a job directory without any result is refused, naming
+        // the level it was given and the levels it takes.
+        let job = h.path("jobs/short13-kimi-2026-11-canary-1");
+        std::fs::create_dir_all(job.join("hello-world__canary-1-c1").join("agent")).unwrap();
+        std::fs::write(job.join("job.log"), "").unwrap();
+        let r = h.refused(
+            &["ingest", "harbor", "canary-1", job.to_str().unwrap()],
+            3,
+            "BIND-9",
+        );
+        assert!(
+            r.stderr
+                .contains("is a job directory holding no trial result"),
+            "{}",
+            r.stderr
+        );
+        // the trial directory itself: its `agent/` is never taken for a trial
+        let trial = job.join("hello-world__canary-1-c1");
+        let r = h.refused(
+            &["ingest", "harbor", "canary-1", trial.to_str().unwrap()],
+            3,
+            "BIND-9",
+        );
+        assert!(r.stderr.contains("is a trial directory"), "{}", r.stderr);
+        // resume one level too high: refused, naming the level expected.
+        let r = h.refused(
+            &[
+                "resume",
+                "canary-1",
+                "--harbor-jobs",
+                h.path("").to_str().unwrap(),
+            ],
+            3,
+            "BIND-9",
+        );
+        assert!(r.stderr.contains("jobs directory"), "{}", r.stderr);
     }
 
     #[test]
@@ -977,7 +1115,11 @@ mod cases {
         // rule CASE-4
         let h = ready(1);
         let jobs = h.path("jobs");
-        std::fs::create_dir_all(jobs.join("job-a").join("hello-world__canary-1-c2")).unwrap();
+        std::fs::create_dir_all(
+            jobs.join("short13-kimi-2026-11-canary-1")
+                .join("hello-world__canary-1-c2"),
+        )
+        .unwrap();
         let r = h
             .ok(&[
                 "resume",
@@ -1128,6 +1270,7 @@ mod ingest {
         let h = Harness::new();
         h.init();
         assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+        h.open_directly("r1");
         h
     }
 
@@ -1614,16 +1757,8 @@ mod checks {
         let other = h.path("c2-edited.json");
         std::fs::write(&other, &edited).unwrap();
         // A failing validator is recorded and exits 1; the config stays unvalidated.
-        let r = h.run(&[
-            "check",
-            "config",
-            "--config",
-            other.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo bad; exit 3",
-        ]);
+        h.stand_in_validator(3);
+        let r = h.run(&["check", "config", "--config", other.to_str().unwrap()]);
         assert_eq!(r.code, 1, "{}", r.stderr);
         h.refused(
             &[
@@ -1638,16 +1773,8 @@ mod checks {
             "GATE-7",
         );
         // A passing validator makes exactly those bytes launchable.
-        h.ok(&[
-            "check",
-            "config",
-            "--config",
-            other.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo ok",
-        ]);
+        h.stand_in_validator(0);
+        h.ok(&["check", "config", "--config", other.to_str().unwrap()]);
         h.ok(&[
             "case",
             "start",
@@ -1656,6 +1783,59 @@ mod checks {
             "--config",
             other.to_str().unwrap(),
         ]);
+    }
+
+    #[test]
+    fn check_config_runs_only_the_frozen_validator_bind_7() {
+        // rule BIND-7 (issue 16 item 10): `check config -- true` no longer
+        // satisfies GATE-7; only the frozen validator, its program's BLAKE3
+        // matched, runs.
+        let h = super::cases::ready_harness(1);
+        let cfg = h.path("c3.json");
+        h.ok(&[
+            "case",
+            "render-config",
+            "canary-1",
+            "hello-world/c3",
+            "-o",
+            cfg.to_str().unwrap(),
+        ]);
+        let before = h.head_bytes();
+        // No frozen validator program present: refused, nothing recorded.
+        h.refused(
+            &["check", "config", "--config", cfg.to_str().unwrap()],
+            3,
+            "BIND-7",
+        );
+        h.stand_in_validator(0);
+        // Another command than the frozen one: refused, nothing ran.
+        h.refused(
+            &[
+                "check",
+                "config",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--",
+                "true",
+            ],
+            3,
+            "BIND-7",
+        );
+        assert_eq!(h.head_bytes(), before);
+        // A validator program with other bytes: refused.
+        let program = h.path("tools/harbor/validate_trial_config.py");
+        std::fs::write(&program, "print('ok')\n").unwrap();
+        h.refused(
+            &["check", "config", "--config", cfg.to_str().unwrap()],
+            3,
+            "BIND-7",
+        );
+        assert_eq!(h.head_bytes(), before);
+        // The frozen validator: recorded with its program's BLAKE3.
+        h.stand_in_validator(0);
+        h.ok(&["check", "config", "--config", cfg.to_str().unwrap()]);
+        let log = h.ok(&["log"]).stdout;
+        assert!(log.contains("\"program_blake3\""), "{log}");
     }
 
     #[test]
@@ -1780,22 +1960,34 @@ mod verdicts {
             "-o",
             cfg.to_str().unwrap(),
         ]);
-        h.ok(&[
-            "check",
-            "config",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--",
-            "true",
-        ]);
+        // BIND-7: the frozen validator runs, not a command of the caller's
+        h.stand_in_validator(0);
+        h.ok(&["check", "config", "--config", cfg.to_str().unwrap()]);
         // Start with a stand-in for `harbor trial start`: it leaves the
         // trial directory and result.json Harbor would.
-        let trial = h.path("jobs/job-1/hello-world__canary-1-c1");
+        // The result binds to this launch (BIND-1): the frozen task
+        // checksum, the launched config embedded, timestamps of now.
+        let trial = h.path("jobs/short13-kimi-2026-11-canary-1/hello-world__canary-1-c1");
         let pass = dir.join("../shared/fixtures/harbor-0.25.0/trial-result.pass.json");
+        let mut result: Value =
+            serde_json::from_str(&std::fs::read_to_string(&pass).unwrap()).unwrap();
+        let now =
+            benchledger::schema::time::rfc3339_utc_ns(benchledger::schema::time::now_utc_ns());
+        let checksum =
+            benchledger::method::binding::frozen_task_checksum(fm, "canary-1", "hello-world")
+                .unwrap();
+        result["trial_name"] = json!("hello-world__canary-1-c1");
+        result["task_name"] = json!("hello-world");
+        result["task_checksum"] = json!(checksum);
+        result["config"] = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+        result["started_at"] = json!(now);
+        result["finished_at"] = json!(now);
+        let prepared = h.path("prepared-result.json");
+        std::fs::write(&prepared, serde_json::to_vec_pretty(&result).unwrap()).unwrap();
         let script = format!(
-            "mkdir -p {t} && sed -e 's/\"trial_name\": *\"[^\"]*\"/\"trial_name\": \"hello-world__canary-1-c1\"/' -e 's/\"task_name\": *\"[^\"]*\"/\"task_name\": \"hello-world\"/' {p} > {t}/result.json",
+            "mkdir -p {t} && cp {p} {t}/result.json",
             t = trial.display(),
-            p = pass.display()
+            p = prepared.display()
         );
         let started = h
             .ok(&[
@@ -1851,7 +2043,7 @@ mod verdicts {
                 "resume",
                 "canary-1",
                 "--harbor-jobs",
-                h.path("jobs/job-1").to_str().unwrap(),
+                h.path("jobs").to_str().unwrap(),
                 "--json",
             ])
             .json();

@@ -71,6 +71,7 @@ fn frozen() -> Harness {
     let h = Harness::new();
     h.init();
     assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+    h.open_directly("r1");
     h
 }
 
@@ -838,6 +839,8 @@ fn every_credential_shape_is_refused_on_every_append_path_unechoed() {
     }
     let h = super::cases::ready_harness(1);
     h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+    // evidence binds only to an opened group (GATE-4)
+    h.open_directly("r1");
     let before = h.head_bytes();
     // Freezing is decided against the ledger (FREEZE-3, FREEZE-4) before the
     // guard sees the record, so manifests go to a ledger of their own.

@@ -301,7 +301,7 @@ fn replay_words_an_open_group_as_if_sealed_now() {
     assert!(
         replay
             .stdout
-            .contains("  canary-1   sealed accepted at seq 24\n"),
+            .contains("  canary-1   sealed accepted at seq 25\n"),
         "{}",
         replay.stdout
     );
@@ -344,7 +344,7 @@ fn lineage_show_words_an_open_group_as_if_sealed_now() {
             .to_string()
     };
     assert!(
-        line("canary-1").contains("sealed accepted at seq 24"),
+        line("canary-1").contains("sealed accepted at seq 25"),
         "{shown}"
     );
     let control = line("control");

@@ -285,7 +285,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         // The cleanup audit needs AWS: an `aws` build records it.
         assert_eq!(r.code, 4, "{}", r.stderr);
         assert!(r.stderr.contains("cleanup audit"), "{}", r.stderr);
-        assert_eq!(records(&h, "trial_result_recorded.v1").len(), 3);
+        assert_eq!(records(&h, "trial_result_recorded.v2").len(), 3);
         assert_eq!(records(&h, "case_process_exited.v1").len(), 3);
         assert_eq!(records(&h, "group_closed.v1").len(), 1);
         audit_clean(&h);
@@ -458,7 +458,7 @@ mod moto {
                 "--max-samples",
                 "1",
                 "--interval",
-                "0",
+                "0.1",
                 "--private",
                 &p,
                 "--json",

@@ -560,10 +560,14 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers/short13-accepted.jsonl");
     let text = read(&src);
     let lines: Vec<&str> = text.lines().collect();
-    // Up to the canary's seal (seq 24): imported as recorded.
+    let seals: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("\"kind\":\"group_sealed.v1\""))
+        .collect();
+    let (canary_seal, control_seal) = (seals[0], seals[1]);
+    // Up to the canary's seal: imported as recorded.
     let h = Harness::new();
     let prefix = h.path("prefix.jsonl");
-    std::fs::write(&prefix, lines[..24].join("\n") + "\n").unwrap();
+    std::fs::write(&prefix, lines[..canary_seal].join("\n") + "\n").unwrap();
     h.ok(&["import", "--jsonl", prefix.to_str().unwrap()]);
     let (alice, bob) = (h.example_key("alice"), h.example_key("bob"));
     h.refused(&["group", "seal", "canary-1", "--key", &bob], 3, "TRUST-3");
@@ -572,12 +576,14 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
         .json();
     assert_eq!(s1["status"], "accepted");
     let cp1 = s1["checkpoint"]["seq"].as_u64().unwrap();
+    let after_seal = canary_seal as u64 + 1;
     assert_eq!(
         (cp1, s1["checkpoint"]["tree_size"].as_u64()),
-        (25, Some(25))
+        (after_seal, Some(after_seal))
     );
-    // The control group as recorded (seqs 25..=150), then its seal.
-    replay_lines(&h, &lines[25..151]);
+    // The control group as recorded (after the canary's seal and its
+    // checkpoint), then its seal.
+    replay_lines(&h, &lines[canary_seal + 1..control_seal]);
     let s2 = h
         .ok(&["group", "seal", "control", "--key", &alice, "--json"])
         .json();

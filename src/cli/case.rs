@@ -159,6 +159,9 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
                 let (lineage, group) = parse_group(&a.group);
                 let ledger = Ledger::open(&cli.ledger, wait)?;
                 let state = decide_state(&ledger)?;
+                // An identity that can never start gets no config (LINEAGE-1,
+                // CASE-8, CASE-6, VERDICT-3).
+                crate::method::decide::render_identity(&state, lineage.as_deref(), &group, &case)?;
                 let l = state.lineage(lineage.as_deref())?;
                 let r = crate::method::trial_config::render_planned(
                     &l.frozen.manifest.public,
@@ -210,6 +213,7 @@ pub(crate) fn render_config(
     let (lineage, group) = parse_group(group_spec);
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
+    crate::method::decide::render_identity(&state, lineage.as_deref(), &group, case)?;
     let l = state.lineage(lineage.as_deref())?;
     let r = crate::method::trial_config::render_planned(
         &l.frozen.manifest.public,

@@ -34,9 +34,10 @@ pub enum CheckCommand {
     /// SHA-256 and ELF architecture of a BitRouter binary against the
     /// frozen software.bitrouter_binary_sha256 and bitrouter_arch (GATE-4).
     Binary(BinaryArgs),
-    /// Run the pinned software's own validation command (after --) and
+    /// Run the lineage's frozen validator (binding.validator: its program's
+    /// BLAKE3 checked first, then exactly its command) on a config and
     /// record its exit code and output BLAKE3 against the config file's
-    /// BLAKE3, the key `case start` looks up (GATE-7).
+    /// BLAKE3, the key `case start` looks up (GATE-7, BIND-7).
     Config(ConfigArgs),
     /// Count the live run-tagged sandboxes (AWS); passes at zero (GATE-3).
     Residue(ResidueArgs),
@@ -124,9 +125,9 @@ pub struct ConfigArgs {
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The validation command of the pinned software, e.g.
-    /// `tools/harbor/.venv/bin/python tools/harbor/validate_trial_config.py FILE`.
-    #[arg(last = true, required = true)]
+    /// Optional: the command expected to run (after --); it must be the
+    /// frozen validator's command for this config, or nothing runs (BIND-7).
+    #[arg(last = true)]
     pub command: Vec<String>,
 }
 
@@ -266,41 +267,54 @@ pub(crate) fn sentinel(
     append_check(cli, wait, obs)
 }
 
-/// `check config`: runs the validation command and records its outcome
-/// against the config's BLAKE3, the key `case start` looks up (GATE-7).
+/// `check config` and `run`: validates `config` with the lineage's frozen
+/// validator and appends the observation, pass or fail (GATE-7, BIND-7).
+/// `expected`, when not empty, must be the frozen command for this config.
+/// Refused (nothing runs, nothing is recorded) when the lineage has no
+/// frozen validator (v1), the program's BLAKE3 is not the frozen one, or
+/// the config changed while it ran.
 pub(crate) fn validate_config(
     cli: &Cli,
     wait: Duration,
     l: &LineageState,
     config: &Path,
-    command: &[String],
+    expected: &[String],
 ) -> anyhow::Result<Recorded> {
-    let b3 = checks::config_blake3(config).map_err(Error::input)?;
-    let run = checks::run_validation(
-        command,
-        Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS),
-    )
-    .map_err(Error::input)?;
-    // The file validated must be the file hashed: a config changed
-    // while the command ran is refused (GATE-7: byte-identical).
-    let after = checks::config_blake3(config).map_err(Error::input)?;
-    if after != b3 {
-        return Err(Error::Refused {
-            rule: Rule::Gate7,
-            message: format!(
-                "{} changed while it was validated; nothing recorded",
-                config.display()
+    let refused = |rule: Rule, message: String| Error::Refused { rule, message };
+    let Some(plan) = &l.plan else {
+        return Err(refused(
+            Rule::Bind7,
+            format!(
+                "lineage {:?} was frozen as v1, without a frozen validator: freeze a manifest_version 2 lineage",
+                l.frozen.lineage
             ),
-        }
+        )
         .into());
+    };
+    let validator = &plan.binding.validator;
+    let to_error = |e: checks::ValidationRefused| -> anyhow::Error {
+        match e {
+            checks::ValidationRefused::Input(m) => Error::input(m).into(),
+            checks::ValidationRefused::Rule(rule, m) => refused(rule, m).into(),
+        }
+    };
+    // The config first: a missing file is bad input whatever runs.
+    checks::config_blake3(config).map_err(Error::input)?;
+    if !expected.is_empty() {
+        let frozen = checks::frozen_validator_argv(validator, config).map_err(to_error)?;
+        if expected != frozen.as_slice() {
+            return Err(refused(
+                Rule::Bind7,
+                format!(
+                    "check config runs only the frozen validator command {frozen:?}, not {expected:?}; nothing ran"
+                ),
+            )
+            .into());
+        }
     }
-    let obs = checks::config_observation(
-        &l.frozen.lineage,
-        &b3,
-        &config.display().to_string(),
-        command,
-        &run,
-    );
+    let timeout = Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS);
+    let obs =
+        checks::validate_config(&l.frozen.lineage, validator, config, timeout).map_err(to_error)?;
     append_check(cli, wait, obs)
 }
 
@@ -458,7 +472,12 @@ mod tests {
         };
         assert_eq!(a.lineage.as_deref(), Some("lin"));
         assert_eq!(a.command, ["python", "validate.py", "--strict"]);
-        assert!(Check::try_parse_from(["check", "config", "--config", "t.json"]).is_err());
+        // BIND-7: the command is optional; the frozen validator is what runs
+        let p = Check::try_parse_from(["check", "config", "--config", "t.json"]).unwrap();
+        let CheckCommand::Config(a) = p.c else {
+            panic!()
+        };
+        assert!(a.command.is_empty());
     }
 
     #[test]

@@ -468,8 +468,13 @@ mod with_aws {
         }
         let private = optional_private(&l, &a.private)?;
         let (session, _) = open_session(&l, private.as_ref())?;
+        // The audit the calls acted on (a newer one may have been recorded
+        // since the plan above was printed).
         let Terminated {
-            calls, seq, after, ..
+            audit_seq,
+            calls,
+            seq,
+            after,
         } = terminate_from_audit(cli, wait, &l, &group, &session, private.as_ref())?;
         if a.json {
             print_json(&json!({

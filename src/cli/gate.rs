@@ -81,6 +81,10 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
             outln!("  {:<13} {:<6} {}", "", "", crate::report::ids_text(&ids))?;
         }
     }
+    // The two planes of PLANE-1 (BIND-5), apart.
+    for line in v.planes.lines() {
+        outln!("  plane {line}")?;
+    }
     for s in &v.skipped_security_policy {
         outln!(
             "  skipped_security_policy {}/{} ({:?}; evidence {}, {})",

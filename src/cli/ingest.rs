@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::error::Error;
 use crate::evidence::{bitrouter, harbor, Progress};
 use crate::log::ledger::{Appended, Batch, Draft, Ledger};
-use crate::schema::events::{ArtifactRecorded, Event, GroupRef};
+use crate::schema::events::{ArtifactRecorded, CredentialFound, Event, GroupRef};
 use crate::schema::time::now_utc_ns;
 
 /// Rows between progress reports on a terminal.
@@ -152,6 +152,40 @@ pub fn run_ingest(cli: &Cli, cmd: &IngestCommand, wait: Duration) -> anyhow::Res
     }
 }
 
+/// The credential shapes of one JSON Lines row, as `credential_found.v1`
+/// events (BIND-8): field prefixed with the line, value never kept.
+fn row_leaks(g: &GroupRef, source: &str, file_blake3: &str, n: u64, line: &[u8]) -> Vec<Event> {
+    let text = String::from_utf8_lossy(line);
+    crate::evidence::credential_findings(&text)
+        .into_iter()
+        .map(|leak| {
+            Event::CredentialFound(CredentialFound {
+                group: g.clone(),
+                file: source.to_string(),
+                file_blake3: file_blake3.to_string(),
+                field: format!("line {n}: {}", leak.field),
+                shape: leak.shape.to_string(),
+                redacted: leak.redacted,
+            })
+        })
+        .collect()
+}
+
+/// The same bytes under another path: the rows are already there (their
+/// keys follow the content), the artifact would differ.
+fn same_content_elsewhere(e: Error, source: &str, file_blake3: &str, group: &str) -> Error {
+    match e {
+        Error::Refused { rule, message } => Error::Refused {
+            rule,
+            message: format!(
+                "{source}: a file with the same content (blake3 {}) was already ingested into {group} under another path; nothing was appended ({message})",
+                &file_blake3[..32]
+            ),
+        },
+        other => other,
+    }
+}
+
 fn ingest_kind(
     cli: &Cli,
     a: &RowsArgs,
@@ -204,8 +238,9 @@ pub(crate) fn row_parser(kind: &str) -> Option<RowParser> {
     Some(p)
 }
 
-/// `ingest KIND GROUP FILE` without the printing: the file's rows and its
-/// artifact in one atomic append (progress on stderr when `tty`).
+/// `ingest KIND GROUP FILE` without the printing: the file's rows, their
+/// credential findings (BIND-8) and its artifact in one atomic append
+/// (progress on stderr when `tty`).
 pub(crate) fn ingest_file(
     cli: &Cli,
     wait: Duration,
@@ -230,6 +265,7 @@ pub(crate) fn ingest_file(
         idempotency_key: Some(key),
     };
     let key_prefix = format!("{kind}:{}", &file_blake3[..32]);
+    let mut leaks = 0u64;
     let single_document = kind == "receipts"
         && bitrouter::ReceiptFileForm::of_path(file) == bitrouter::ReceiptFileForm::Document;
     if single_document {
@@ -254,6 +290,19 @@ pub(crate) fn ingest_file(
         };
         let mut push = |n: u64, line: &[u8]| -> crate::Result<()> {
             let event = parse(line, &g).map_err(|e| e.at_line(&source, n))?;
+            // BIND-8: a credential anywhere in the row, stored or not.
+            for (i, found) in row_leaks(&g, &source, &file_blake3, n, line)
+                .into_iter()
+                .enumerate()
+            {
+                leaks += 1;
+                push_row(
+                    &mut batch,
+                    draft(found, format!("credential:{key_prefix}:{n}:{i}")),
+                    &source,
+                    n,
+                )?;
+            }
             push_row(
                 &mut batch,
                 draft(event, format!("{key_prefix}:{n}")),
@@ -283,22 +332,17 @@ pub(crate) fn ingest_file(
             artifact,
             format!("artifact:{kind}:{}:{}", g.group, &file_blake3[..32]),
         ))
-        .map_err(|e| match e {
-            // The same bytes under another path: the rows are already there
-            // (their keys follow the content), the artifact would differ.
-            Error::Refused { rule, message } => Error::Refused {
-                rule,
-                message: format!(
-                    "{source}: a file with the same content (blake3 {}) was already ingested into {} under another path; nothing was appended ({message})",
-                    &file_blake3[..32],
-                    g.group
-                ),
-            },
-            other => other,
-        })?;
+        .map_err(|e| same_content_elsewhere(e, &source, &file_blake3, &g.group))?;
     let mut done = batch.commit()?;
     announce(&done);
     done.pop(); // the artifact
+    if leaks > 0 {
+        eprintln!(
+            "benchledger: {leaks} credential shapes found in {source}; group {} leaked them and its secrets row fails ({})",
+            g.group,
+            Rule::Bind8
+        );
+    }
     Ok(Ingested {
         source,
         blake3: file_blake3,
@@ -342,13 +386,216 @@ fn report_rows(
     }
 }
 
+/// BIND-9: the level `ingest harbor` was given, refused when it holds no
+/// trial result (naming the levels it takes).
+fn harbor_tree(dir: &Path) -> anyhow::Result<harbor::HarborTree> {
+    let shown = dir.display();
+    let tree = harbor::walk_jobs(dir)?;
+    if let Some(t) = tree.unmapped().first() {
+        return Err(Error::input(format!(
+            "{}: trial directory {:?} does not follow benchledger's trial names (<task>__<group>-<trial>); it was not launched by `case start`",
+            t.path, t.name
+        ))
+        .into());
+    }
+    if tree.trials().all(|t| t.is_incomplete()) {
+        let below = match tree.level {
+            harbor::Level::Unknown | harbor::Level::Empty => harbor::jobs_root_below(dir)?
+                .map(|p| format!("; the jobs directory {p} is one level down"))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let incomplete = tree.incomplete().len();
+        return Err(Error::Refused {
+            rule: Rule::Bind9,
+            message: format!(
+                "{shown} is a {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
+                tree.level
+            ),
+        }
+        .into());
+    }
+    Ok(tree)
+}
+
+/// What one ingest of a Harbor tree pushed.
+#[derive(Default)]
+struct HarborPushed {
+    results: u64,
+    recorded: Vec<serde_json::Value>,
+    leaks: Vec<serde_json::Value>,
+}
+
+/// Pushes the credential findings of one ingested file (BIND-8).
+fn push_leaks(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    g: &GroupRef,
+    file: &str,
+    bytes: &[u8],
+    out: &mut HarborPushed,
+) -> crate::Result<()> {
+    let text = String::from_utf8_lossy(bytes);
+    let file_blake3 = crate::evidence::blake3_hex(bytes);
+    for leak in crate::evidence::credential_findings(&text) {
+        out.leaks
+            .push(json!({ "file": file, "field": leak.field, "shape": leak.shape }));
+        let key = format!(
+            "credential:{}:{}:{}",
+            g.group,
+            &file_blake3[..32],
+            &crate::evidence::blake3_hex(leak.field.as_bytes())[..16]
+        );
+        batch.push(Draft {
+            actor: actor.to_string(),
+            event: Event::CredentialFound(CredentialFound {
+                group: g.clone(),
+                file: file.to_string(),
+                file_blake3: file_blake3.clone(),
+                field: leak.field,
+                shape: leak.shape.to_string(),
+                redacted: leak.redacted,
+            }),
+            idempotency_key: Some(key),
+        })?;
+    }
+    Ok(())
+}
+
+/// The job-level files of a job: artifacts, their facts (retries, Harbor
+/// version; BIND-1, BIND-7) and their credential findings (BIND-8).
+fn push_job(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    g: &GroupRef,
+    job: &harbor::HarborJob,
+    out: &mut HarborPushed,
+) -> anyhow::Result<()> {
+    let draft = |event: Event, key: String| Draft {
+        actor: actor.to_string(),
+        event,
+        idempotency_key: Some(key),
+    };
+    for art in &job.artifacts {
+        let key = format!("artifact:{}:{}:{}", art.role, g.group, &art.blake3[..32]);
+        batch.push(draft(
+            Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
+            key,
+        ))?;
+        let bytes =
+            std::fs::read(&art.path).map_err(|e| Error::io(format!("read {}", art.path), e))?;
+        push_leaks(batch, actor, g, &art.path, &bytes, out)?;
+    }
+    if let Some(facts) = harbor::job_facts(job)? {
+        let hashes: String = job.artifacts.iter().map(|a| a.blake3.as_str()).collect();
+        let key = format!(
+            "harbor-job:{}/{}/{}",
+            g.group,
+            &crate::evidence::blake3_hex(job.name.as_bytes())[..16],
+            &crate::evidence::blake3_hex(hashes.as_bytes())[..32]
+        );
+        batch.push(draft(
+            Event::HarborJobRecorded(facts.to_event(g.clone())),
+            key,
+        ))?;
+    }
+    Ok(())
+}
+
+/// One trial's `result.json`, bound to its started case (GATE-6, CASE-8),
+/// with its content compared with the case's launched config (BIND-1), its
+/// reward files (BIND-2) and its credential findings (BIND-8).
+fn push_trial(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    state: &crate::method::projections::State,
+    g: &GroupRef,
+    t: &harbor::TrialDir,
+    out: &mut HarborPushed,
+) -> anyhow::Result<()> {
+    let Some((task, trial_group, case)) = &t.case else {
+        return Ok(());
+    };
+    if *trial_group != g.group {
+        return Err(Error::input(format!(
+            "{}: trial {:?} belongs to group {trial_group:?}, not {:?}",
+            t.path, t.name, g.group
+        ))
+        .into());
+    }
+    debug_assert_eq!(*task, case.task);
+    crate::method::decide::trial_result_case(state, g, case)?;
+    let parsed = harbor::read_trial_result(t)?;
+    // The result must be the directory's own trial of this case's task
+    // (CASE-8): never evidence of another identity.
+    let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
+    if parsed.trial_name != t.name || task_tail != case.task {
+        return Err(Error::Refused {
+            rule: Rule::Case8,
+            message: format!(
+                "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
+                t.path, parsed.trial_name, parsed.task_name, t.name, case.task
+            ),
+        }
+        .into());
+    }
+    let l = state.lineage(Some(&g.lineage))?;
+    let differences = crate::method::trial_config::render_planned(
+        &l.frozen.manifest.public,
+        l.plan.as_ref(),
+        &g.group,
+        case,
+    )
+    .map(|r| crate::schema::trial_content::differences(&r.config, &parsed.config))
+    .unwrap_or_default();
+    let reward_files = harbor::read_reward_files(t)?;
+    if let Some(result) = &t.result {
+        let bytes = std::fs::read(&result.path)
+            .map_err(|e| Error::io(format!("read {}", result.path), e))?;
+        push_leaks(batch, actor, g, &result.path, &bytes, out)?;
+    }
+    for f in &reward_files {
+        let bytes = std::fs::read(&f.path).map_err(|e| Error::io(format!("read {}", f.path), e))?;
+        push_leaks(batch, actor, g, &f.path, &bytes, out)?;
+    }
+    let event = Event::TrialResultRecordedV2(parsed.into_event_v2(
+        g.clone(),
+        case.clone(),
+        differences,
+        reward_files,
+    ));
+    let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
+    let done = batch
+        .push(Draft {
+            actor: actor.to_string(),
+            event,
+            idempotency_key: Some(key),
+        })
+        .map_err(|e| match e {
+            Error::Refused { rule, message } => Error::Refused {
+                rule,
+                message: format!(
+                    "{}: a different result.json was already recorded for trial {:?} ({message})",
+                    t.path, t.name
+                ),
+            },
+            other => other,
+        })?;
+    out.results += 1;
+    out.recorded
+        .push(json!({ "trial": t.name, "seq": done.seq, "appended": done.appended }));
+    Ok(())
+}
+
 fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let h = ingest_harbor_dir(cli, wait, &a.group, &a.dir)?;
     if a.json {
-        print_json(
-            &json!({ "results": h.results, "appended": h.appended, "trials": h.trials, "incomplete": h.incomplete }),
-        )?;
+        print_json(&json!({
+            "level": h.level, "results": h.results, "appended": h.appended,
+            "trials": h.trials, "incomplete": h.incomplete, "credential_findings": h.leaks,
+        }))?;
     } else {
+        outln!("given a {}: {}", h.level, a.dir.display())?;
         outln!(
             "ingested {} trial results from {}: {} records appended",
             h.results,
@@ -358,12 +605,22 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
         for i in &h.incomplete {
             outln!("  incomplete (no result.json: still running or lost): {i}")?;
         }
+        for l in &h.leaks {
+            outln!(
+                "  credential shape: {} field {} ({})",
+                l["file"].as_str().unwrap_or(""),
+                l["field"].as_str().unwrap_or(""),
+                l["shape"].as_str().unwrap_or("")
+            )?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// What `ingest harbor` recorded from one directory.
 pub(crate) struct HarborIngested {
+    /// The level the directory was (trial, job or jobs directory; BIND-9).
+    pub(crate) level: harbor::Level,
     /// Trial results read.
     pub(crate) results: u64,
     /// Records appended.
@@ -372,10 +629,13 @@ pub(crate) struct HarborIngested {
     pub(crate) trials: Vec<serde_json::Value>,
     /// Trial directories without a result.
     pub(crate) incomplete: Vec<String>,
+    /// Credential shapes found (BIND-8): file, field, shape.
+    pub(crate) leaks: Vec<serde_json::Value>,
 }
 
 /// `ingest harbor GROUP DIR` without the printing: every complete trial's
-/// result and the job artifacts, in one atomic append.
+/// result, the job artifacts and facts and every credential finding, in one
+/// atomic append.
 pub(crate) fn ingest_harbor_dir(
     cli: &Cli,
     wait: Duration,
@@ -383,76 +643,35 @@ pub(crate) fn ingest_harbor_dir(
     dir: &Path,
 ) -> anyhow::Result<HarborIngested> {
     let (lineage, group) = parse_group(group_spec);
-    let tree = harbor::walk_jobs(dir)?;
-    if let Some(t) = tree.unmapped().first() {
-        return Err(Error::input(format!(
-            "{}: trial directory {:?} does not follow benchledger's trial names (<task>__<group>-<trial>); it was not launched by `case start`",
-            t.path, t.name
-        ))
-        .into());
-    }
+    let tree = harbor_tree(dir)?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
     let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
     let mut batch = ledger.batch(now_utc_ns())?;
-    let mut results = 0u64;
-    let mut recorded = Vec::new();
+    let mut pushed = HarborPushed::default();
     for job in &tree.jobs {
-        for art in &job.artifacts {
-            let key = format!("artifact:{}:{}:{}", art.role, g.group, &art.blake3[..32]);
-            batch.push(Draft {
-                actor: cli.actor.clone(),
-                event: Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
-                idempotency_key: Some(key),
-            })?;
-        }
+        push_job(&mut batch, &cli.actor, &g, job, &mut pushed)?;
         for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
-            let Some((task, trial_group, case)) = &t.case else {
-                continue;
-            };
-            if *trial_group != g.group {
-                return Err(Error::input(format!(
-                    "{}: trial {:?} belongs to group {trial_group:?}, not {:?}",
-                    t.path, t.name, g.group
-                ))
-                .into());
-            }
-            debug_assert_eq!(*task, case.task);
-            crate::method::decide::trial_result_case(&state, &g, case)?;
-            let parsed = harbor::read_trial_result(t)?;
-            // The result must be the directory's own trial of this case's
-            // task (CASE-8): never evidence of another identity.
-            let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
-            if parsed.trial_name != t.name || task_tail != case.task {
-                return Err(Error::Refused {
-                    rule: Rule::Case8,
-                    message: format!(
-                        "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
-                        t.path, parsed.trial_name, parsed.task_name, t.name, case.task
-                    ),
-                }
-                .into());
-            }
-            let event = Event::TrialResultRecorded(parsed.into_event(g.clone(), case.clone()));
-            let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
-            let done = batch.push(Draft { actor: cli.actor.clone(), event, idempotency_key: Some(key) }).map_err(|e| match e {
-                Error::Refused { rule, message } => Error::Refused {
-                    rule,
-                    message: format!("{}: a different result.json was already recorded for trial {:?} ({message})", t.path, t.name),
-                },
-                other => other,
-            })?;
-            results += 1;
-            recorded.push(json!({ "trial": t.name, "seq": done.seq, "appended": done.appended }));
+            push_trial(&mut batch, &cli.actor, &state, &g, t, &mut pushed)?;
         }
     }
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();
     let done = batch.commit()?;
     announce(&done);
+    if !pushed.leaks.is_empty() {
+        eprintln!(
+            "benchledger: {} credential shapes found in the ingested files; group {} leaked them and its secrets row fails ({})",
+            pushed.leaks.len(),
+            g.group,
+            Rule::Bind8
+        );
+    }
     Ok(HarborIngested {
-        results,
+        level: tree.level,
+        results: pushed.results,
         appended: done.iter().filter(|a| a.appended).count(),
-        trials: recorded,
+        trials: pushed.recorded,
         incomplete,
+        leaks: pushed.leaks,
     })
 }

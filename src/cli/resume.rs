@@ -11,8 +11,11 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
+use crate::evidence::harbor;
 use crate::log::ledger::Ledger;
-use crate::method::projections::State;
+use crate::method::projections::{LineageState, State};
+use crate::schema::rule::Rule;
+use std::collections::BTreeSet;
 
 /// Arguments of `resume`.
 #[derive(Debug, Args)]
@@ -28,25 +31,48 @@ pub struct ResumeArgs {
     pub json: bool,
 }
 
-/// Harbor trial directory names under a jobs dir (or a job dir).
-fn harbor_trial_dirs(dir: &Path) -> anyhow::Result<std::collections::BTreeSet<String>> {
-    let mut out = std::collections::BTreeSet::new();
-    let read = |d: &Path| {
-        std::fs::read_dir(d).map_err(|e| Error::input(format!("cannot read {}: {e}", d.display())))
+/// Harbor trial directory names under the lineage's Harbor jobs directory
+/// (BIND-9): `dir` must be that directory (its job directories hold the
+/// trial directories), empty before anything ran. A trial directory, a job
+/// directory, a directory one level above, or a jobs directory holding none
+/// of the lineage's jobs is refused, naming what it is and what is expected.
+fn harbor_trial_dirs(dir: &Path, l: &LineageState) -> anyhow::Result<BTreeSet<String>> {
+    let level = harbor::level_of(dir)?;
+    let m = &l.frozen.manifest.public;
+    let expected = format!(
+        "`resume --harbor-jobs` takes lineage {:?}'s Harbor jobs directory (harbor.jobs_dir {}, whose job directories {} hold the trial directories)",
+        l.frozen.lineage,
+        m.harbor.jobs_dir,
+        m.groups.iter().map(|g| g.job_name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    let refuse = |what: String| -> anyhow::Error {
+        Error::Refused {
+            rule: Rule::Bind9,
+            message: format!("{} is {what}; {expected}", dir.display()),
+        }
+        .into()
     };
-    for entry in read(dir)? {
-        let entry = entry?;
-        if !entry.file_type()?.is_dir() {
-            continue;
+    match level {
+        harbor::Level::Empty => return Ok(BTreeSet::new()),
+        harbor::Level::JobsRoot => {}
+        harbor::Level::Unknown => {
+            let below = harbor::jobs_root_below(dir)?
+                .map(|p| format!(" (the jobs directory {p} is one level down)"))
+                .unwrap_or_default();
+            return Err(refuse(format!("a {level}{below}")));
         }
-        out.insert(entry.file_name().to_string_lossy().into_owned());
-        // A jobs dir holds job dirs, which hold trial dirs.
-        for inner in read(&entry.path())? {
-            let inner = inner?;
-            if inner.file_type()?.is_dir() {
-                out.insert(inner.file_name().to_string_lossy().into_owned());
-            }
-        }
+        other => return Err(refuse(format!("a {other}"))),
+    }
+    let mut out = BTreeSet::new();
+    let mut ours = false;
+    for job in harbor::walk_jobs(dir)?.jobs {
+        ours |= m.groups.iter().any(|g| g.job_name == job.name);
+        out.extend(job.trials.into_iter().map(|t| t.name));
+    }
+    if !ours {
+        return Err(refuse(
+            "a jobs directory holding none of the lineage's job directories".into(),
+        ));
     }
     Ok(out)
 }
@@ -54,13 +80,13 @@ fn harbor_trial_dirs(dir: &Path) -> anyhow::Result<std::collections::BTreeSet<St
 /// `resume`: which identities may launch (CASE-4).
 pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (lineage, group) = parse_group(&a.group);
-    let on_disk = match &a.harbor_jobs {
-        Some(d) => harbor_trial_dirs(d)?,
-        None => Default::default(),
-    };
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state: State = decide_state(&ledger)?;
     drop(ledger);
+    let on_disk = match &a.harbor_jobs {
+        Some(d) => harbor_trial_dirs(d, state.lineage(lineage.as_deref())?)?,
+        None => Default::default(),
+    };
     let rows = crate::method::decide::resume(&state, lineage.as_deref(), &group, &on_disk)?;
     let mut launchable = Vec::new();
     let mut blocked = Vec::new();
@@ -70,11 +96,22 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
             Some(r) => blocked.push(json!({ "case": row.case.label(), "reason": r })),
         }
     }
+    // BIND-9: say which level the Harbor path was (only a jobs directory,
+    // or an empty one, gets here).
+    let level = a
+        .harbor_jobs
+        .as_ref()
+        .map(|d| harbor::level_of(d))
+        .transpose()?;
     if a.json {
-        print_json(
-            &json!({ "group": group, "launchable": launchable, "not_launchable": blocked }),
-        )?;
+        print_json(&json!({
+            "group": group, "harbor_jobs_level": level,
+            "launchable": launchable, "not_launchable": blocked,
+        }))?;
     } else {
+        if let (Some(d), Some(level)) = (&a.harbor_jobs, level) {
+            outln!("given a {level}: {}", d.display())?;
+        }
         outln!("{} launchable in {group}:", launchable.len())?;
         for c in &launchable {
             outln!("  {c}")?;

@@ -649,28 +649,11 @@ fn wait_child(mut child: Child) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The frozen validator (BIND-7): its program must hash to the frozen
-/// BLAKE3 before it runs; the outcome is recorded (GATE-7).
+/// The frozen validator (BIND-7: its program hashes to the frozen BLAKE3
+/// before it runs), through the same function as `check config`; the
+/// outcome is recorded (GATE-7) and a failure starts nothing.
 fn validate(cli: &Cli, wait: Duration, l: &LineageState, config: &Path) -> anyhow::Result<()> {
-    let plan = run_plan::plan_of(l)?;
-    let v = &plan.binding.validator;
-    let (_, program_blake3) = blake3_file(Path::new(&v.program))?;
-    if program_blake3 != v.program_blake3 {
-        return Err(Error::Refused {
-            rule: Rule::Bind7,
-            message: format!(
-                "validator program {} hashes to {program_blake3}, not the frozen {}; nothing launched",
-                v.program, v.program_blake3
-            ),
-        }
-        .into());
-    }
-    let values: BTreeMap<&str, String> = [("config", config.display().to_string())]
-        .into_iter()
-        .collect();
-    let argv = crate::schema::plan::fill(&v.command, &values)
-        .map_err(|e| Error::input(format!("binding.validator.command: {e}")))?;
-    let r = crate::cli::check::validate_config(cli, wait, l, config, &argv)?;
+    let r = crate::cli::check::validate_config(cli, wait, l, config, &[])?;
     if r.obs.status != Status::Pass {
         return Err(Error::Refused {
             rule: Rule::Gate7,

@@ -25,7 +25,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::schema::events::{
-    ArtifactRecorded, CaseRef, GroupRef, HarborTaskId, NumberText, TrialResultRecorded,
+    ArtifactRecorded, CaseRef, GroupRef, HarborJobRecorded, HarborTaskId, NumberText, RewardFile,
+    TrialResultRecorded, TrialResultRecordedV2,
 };
 use crate::schema::names::{parse_trial_name, MappedCase};
 
@@ -95,8 +96,10 @@ pub struct ParsedTrial {
     pub model_provider: Option<String>,
     /// True when `verifier_result` is present and not null.
     pub verifier_ran: bool,
-    /// `verifier_result.rewards`, each number exactly as written (`1` or
-    /// `1.0`); `None` when the verifier never ran or wrote no rewards.
+    /// `verifier_result.rewards`, each value's JSON text exactly as written
+    /// (`1` or `1.0`; `null` for a non-finite reward Harbor dumped as null,
+    /// which is no reward, BIND-2); `None` when the verifier never ran or
+    /// wrote no rewards.
     pub rewards: Option<BTreeMap<String, NumberText>>,
     /// `exception_info.exception_type`.
     pub exception_type: Option<String>,
@@ -114,6 +117,11 @@ pub struct ParsedTrial {
     pub n_output_tokens: Option<u64>,
     /// BLAKE3 of [`canonical_json`] of the embedded `config`, hex.
     pub config_blake3: String,
+    /// The embedded `config` (the TrialConfig Harbor ran).
+    pub config: serde_json::Value,
+    /// BLAKE3 of the embedded config's content
+    /// ([`crate::schema::trial_content`], BIND-1), hex.
+    pub config_content_blake3: String,
     /// The path given to the parser.
     pub result_path: String,
     /// BLAKE3 of the result file's bytes, hex.
@@ -121,7 +129,47 @@ pub struct ParsedTrial {
 }
 
 impl ParsedTrial {
-    /// The payload, with the group and case the caller bound it to.
+    /// The `trial_result_recorded.v2` payload, with the group and case the
+    /// caller bound it to, the field paths where the embedded config's
+    /// content differs from the case's launched config, and the verifier's
+    /// reward files ([`read_reward_files`]).
+    pub fn into_event_v2(
+        self,
+        group: GroupRef,
+        case: CaseRef,
+        config_differences: Vec<String>,
+        reward_files: Vec<RewardFile>,
+    ) -> TrialResultRecordedV2 {
+        TrialResultRecordedV2 {
+            group,
+            case,
+            trial_name: self.trial_name,
+            attempt_id: self.attempt_id,
+            task_name: self.task_name,
+            task_id: self.task_id,
+            source: self.source,
+            task_checksum: self.task_checksum,
+            agent: self.agent,
+            model: self.model,
+            rewards: self.rewards,
+            exception_type: self.exception_type,
+            exception_message_blake3: self.exception_message_blake3,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            n_input_tokens: self.n_input_tokens,
+            n_cache_tokens: self.n_cache_tokens,
+            n_output_tokens: self.n_output_tokens,
+            config_blake3: self.config_blake3,
+            config_content_blake3: self.config_content_blake3,
+            config_differences,
+            reward_files,
+            result_path: self.result_path,
+            result_blake3: self.result_blake3,
+        }
+    }
+
+    /// The `trial_result_recorded.v1` payload (what ingest recorded before
+    /// v2), with the group and case the caller bound it to.
     pub fn into_event(self, group: GroupRef, case: CaseRef) -> TrialResultRecorded {
         TrialResultRecorded {
             group,
@@ -204,6 +252,11 @@ fn trial(bytes: &[u8], path: &str) -> FieldResult<ParsedTrial> {
         ));
     }
     o.obj("config")?;
+    let config = o
+        .get("config")
+        .filter(|c| c.is_object())
+        .cloned()
+        .ok_or_else(|| FieldError::new("config", "expected an object"))?;
     let agent = agent_fields(&o)?;
     let raw = raw_values_at(loaded.text, &[&["config"], &["verifier_result", "rewards"]])?;
     let config_text = raw
@@ -239,6 +292,8 @@ fn trial(bytes: &[u8], path: &str) -> FieldResult<ParsedTrial> {
         n_cache_tokens: tokens.cache,
         n_output_tokens: tokens.output,
         config_blake3,
+        config_content_blake3: crate::schema::trial_content::content_blake3(&config),
+        config,
         result_path: path.to_string(),
         result_blake3: blake3_hex(bytes),
     })
@@ -384,7 +439,9 @@ fn token_counts(o: &Obj<'_>) -> FieldResult<TokenCounts> {
     })
 }
 
-/// The rewards object: every value a JSON number, kept as written.
+/// The rewards object: every value a JSON scalar, kept as written. A number
+/// is a reward; `null` (a non-finite reward, as Harbor's model dumps it), a
+/// string or a boolean is kept as evidence and is no reward (BIND-2).
 fn rewards(rw: &Obj<'_>, raw_text: &str) -> FieldResult<BTreeMap<String, NumberText>> {
     let members = raw_members(raw_text)?;
     if members.len() > HARBOR_REWARD_KEYS_MAX {
@@ -406,7 +463,12 @@ fn rewards(rw: &Obj<'_>, raw_text: &str) -> FieldResult<BTreeMap<String, NumberT
             ));
         }
         match rw.get(&key) {
-            Some(serde_json::Value::Number(_)) => {
+            Some(
+                serde_json::Value::Number(_)
+                | serde_json::Value::Null
+                | serde_json::Value::Bool(_)
+                | serde_json::Value::String(_),
+            ) => {
                 out.insert(key, raw.to_string());
             }
             Some(other) => {
@@ -633,6 +695,8 @@ pub struct HarborJob {
 pub struct HarborTree {
     /// The directory walked, as given.
     pub root: String,
+    /// What it is (BIND-9).
+    pub level: Level,
     /// Job directories, sorted by name (one when the root is a job directory).
     pub jobs: Vec<HarborJob>,
     /// Paths of files directly in a jobs directory, which hold no evidence
@@ -684,25 +748,58 @@ pub fn walk_jobs(dir: &Path) -> Result<HarborTree> {
     let mut trial_budget = HARBOR_TRIAL_DIRS_MAX;
     let mut jobs = Vec::new();
     let mut ignored = Vec::new();
-    if is_job_dir(dir)? {
-        jobs.push(walk_job(dir, &mut trial_budget)?);
-    } else {
-        let over = || {
-            Error::input(format!(
-                "{root}: more than {HARBOR_JOB_DIRS_MAX} job directories"
-            ))
-        };
-        for entry in sorted_entries(dir, HARBOR_JOB_DIRS_MAX, &over)? {
-            match entry.kind {
-                Kind::Dir => jobs.push(walk_job(&entry.path, &mut trial_budget)?),
-                Kind::File => ignored.push(utf8_path(&entry.path)?),
+    let level = level_of(dir)?;
+    match level {
+        Level::TrialDir => jobs.push(trial_alone(dir)?),
+        Level::JobDir => jobs.push(walk_job(dir, &mut trial_budget)?),
+        Level::JobsRoot | Level::Empty | Level::Unknown => {
+            let over = || {
+                Error::input(format!(
+                    "{root}: more than {HARBOR_JOB_DIRS_MAX} job directories"
+                ))
+            };
+            for entry in sorted_entries(dir, HARBOR_JOB_DIRS_MAX, &over)? {
+                match entry.kind {
+                    Kind::Dir if is_job_dir(&entry.path)? => {
+                        jobs.push(walk_job(&entry.path, &mut trial_budget)?)
+                    }
+                    _ => ignored.push(utf8_path(&entry.path)?),
+                }
             }
         }
     }
     Ok(HarborTree {
         root,
+        level,
         jobs,
         ignored,
+    })
+}
+
+/// A trial directory given alone: one job (its parent directory, whose own
+/// files are not read) with that one trial.
+fn trial_alone(dir: &Path) -> Result<HarborJob> {
+    let parent = dir.parent().unwrap_or(dir);
+    let path = utf8_path(parent)?;
+    let name = parent
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path.as_str())
+        .to_string();
+    let entry = Entry {
+        name: dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+            .ok_or_else(|| Error::input(format!("{}: no directory name", dir.display())))?,
+        path: dir.to_path_buf(),
+        kind: Kind::Dir,
+    };
+    Ok(HarborJob {
+        name,
+        path,
+        artifacts: Vec::new(),
+        trials: vec![walk_trial(&entry)?],
     })
 }
 
@@ -737,6 +834,309 @@ pub fn read_trial_result(trial: &TrialDir) -> Result<ParsedTrial> {
         .in_document(&result.path));
     }
     Ok(parsed)
+}
+
+/// Longest reward file read (`verifier/reward.txt`, `verifier/reward.json`),
+/// in bytes; Harbor's verifier writes a number or a small object.
+pub const HARBOR_REWARD_FILE_BYTES_MAX: usize = 64 * 1024;
+
+/// The reward files of a trial's `verifier/` directory, in name order
+/// (BIND-2): each file's path, BLAKE3 and rewards as Harbor's verifier reads
+/// them (`reward.txt`: its trimmed text under `reward`; `reward.json`: each
+/// member's JSON text), or why it gives none.
+pub fn read_reward_files(trial: &TrialDir) -> Result<Vec<RewardFile>> {
+    let mut out = Vec::new();
+    for name in ["reward.json", "reward.txt"] {
+        let path = Path::new(&trial.path).join("verifier").join(name);
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_file() => {}
+            Ok(_) => {
+                return Err(Error::input(format!(
+                    "{}: not a regular file",
+                    utf8_path(&path)?
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+        }
+        let shown = utf8_path(&path)?;
+        let bytes = read_bounded(&path, HARBOR_REWARD_FILE_BYTES_MAX)?;
+        let (rewards, problem) = match reward_file_values(name, &bytes) {
+            Ok(m) => (Some(m), None),
+            Err(why) => (None, Some(why)),
+        };
+        out.push(RewardFile {
+            path: shown,
+            blake3: blake3_hex(&bytes),
+            rewards,
+            problem,
+        });
+    }
+    Ok(out)
+}
+
+/// The rewards a reward file gives, each value's JSON text (a text file's
+/// whole trimmed content under `reward`), or why it gives none.
+fn reward_file_values(
+    name: &str,
+    bytes: &[u8],
+) -> std::result::Result<BTreeMap<String, String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not utf-8".to_string())?;
+    if name == "reward.txt" {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err("empty".into());
+        }
+        if t.len() > INGEST_FIELD_BYTES_MAX {
+            return Err(format!("longer than {INGEST_FIELD_BYTES_MAX} bytes"));
+        }
+        return Ok(BTreeMap::from([("reward".to_string(), t.to_string())]));
+    }
+    let loaded = load_object(bytes, &[]).map_err(|e| e.to_string())?;
+    let members = raw_members(loaded.text).map_err(|e| e.to_string())?;
+    if members.len() > HARBOR_REWARD_KEYS_MAX {
+        return Err(format!("more than {HARBOR_REWARD_KEYS_MAX} keys"));
+    }
+    let mut out = BTreeMap::new();
+    for (k, raw) in members {
+        if k.len() > INGEST_FIELD_BYTES_MAX || raw.len() > INGEST_FIELD_BYTES_MAX {
+            return Err(format!(
+                "a member longer than {INGEST_FIELD_BYTES_MAX} bytes"
+            ));
+        }
+        out.insert(k, raw.to_string());
+    }
+    Ok(out)
+}
+
+/// What a job directory's own files say about how its trials ran (BIND-1,
+/// CASE-5, BIND-7): `harbor_job_recorded.v1` without the group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFacts {
+    /// The job's name.
+    pub job_name: String,
+    /// Its path.
+    pub path: String,
+    /// Its trial directories, by name.
+    pub trial_names: Vec<String>,
+    /// BLAKE3 of `config.json`, if present.
+    pub config_blake3: Option<String>,
+    /// `retry.max_retries` of `config.json` (0 when left out as a default).
+    pub config_max_retries: Option<u64>,
+    /// BLAKE3 of `lock.json`, if present.
+    pub lock_blake3: Option<String>,
+    /// `retry.max_retries` of `lock.json`.
+    pub lock_max_retries: Option<u64>,
+    /// `harbor.version` of `lock.json`.
+    pub harbor_version: Option<String>,
+    /// BLAKE3 of `result.json`, if present.
+    pub result_blake3: Option<String>,
+    /// `stats.n_retries` of `result.json`.
+    pub n_retries: Option<u64>,
+}
+
+impl JobFacts {
+    /// The payload, with the group it was ingested into.
+    pub fn to_event(&self, group: GroupRef) -> HarborJobRecorded {
+        HarborJobRecorded {
+            group,
+            job_name: self.job_name.clone(),
+            path: self.path.clone(),
+            trial_names: self.trial_names.clone(),
+            config_blake3: self.config_blake3.clone(),
+            config_max_retries: self.config_max_retries,
+            lock_blake3: self.lock_blake3.clone(),
+            lock_max_retries: self.lock_max_retries,
+            harbor_version: self.harbor_version.clone(),
+            result_blake3: self.result_blake3.clone(),
+            n_retries: self.n_retries,
+        }
+    }
+}
+
+/// `retry.max_retries` of a job `config.json` or `lock.json` document;
+/// `absent_is_zero` for the sparse config (Harbor leaves defaults out).
+fn max_retries(o: &Obj<'_>, absent_is_zero: bool) -> FieldResult<Option<u64>> {
+    match o.obj_opt("retry")? {
+        Some(r) => Ok(Some(r.u64_opt("max_retries")?.unwrap_or(0))),
+        None => Ok(absent_is_zero.then_some(0)),
+    }
+}
+
+/// The facts of a listed job's own files; `None` when it has none (a job
+/// directory that `harbor trial start` filled: no job, no retries).
+pub fn job_facts(job: &HarborJob) -> Result<Option<JobFacts>> {
+    if job.artifacts.is_empty() {
+        return Ok(None);
+    }
+    let mut f = JobFacts {
+        job_name: job.name.clone(),
+        path: job.path.clone(),
+        trial_names: job.trials.iter().map(|t| t.name.clone()).collect(),
+        config_blake3: None,
+        config_max_retries: None,
+        lock_blake3: None,
+        lock_max_retries: None,
+        harbor_version: None,
+        result_blake3: None,
+        n_retries: None,
+    };
+    for art in &job.artifacts {
+        let bytes = read_bounded(Path::new(&art.path), HARBOR_RESULT_BYTES_MAX)?;
+        if blake3_hex(&bytes) != art.blake3 {
+            return Err(Error::input(format!(
+                "{}: changed since it was listed",
+                art.path
+            )));
+        }
+        match art.role {
+            ROLE_JOB_RESULT => {
+                f.n_retries = parse_job_result(&bytes, &art.path)?.n_retries;
+                f.result_blake3 = Some(art.blake3.clone());
+            }
+            ROLE_JOB_CONFIG | ROLE_JOB_LOCK => {
+                let loaded = load_object(&bytes, &[]).map_err(|e| e.in_document(&art.path))?;
+                let o = Obj::root(&loaded.map);
+                let config = art.role == ROLE_JOB_CONFIG;
+                let retries = max_retries(&o, config).map_err(|e| e.in_document(&art.path))?;
+                if config {
+                    f.config_max_retries = retries;
+                    f.config_blake3 = Some(art.blake3.clone());
+                } else {
+                    f.lock_max_retries = retries;
+                    f.lock_blake3 = Some(art.blake3.clone());
+                    f.harbor_version =
+                        match o.obj_opt("harbor").map_err(|e| e.in_document(&art.path))? {
+                            Some(h) => h
+                                .id_opt("version")
+                                .map_err(|e| e.in_document(&art.path))?
+                                .map(str::to_string),
+                            None => None,
+                        };
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(f))
+}
+
+crate::schema::named::named_enum! {
+    /// What a directory given to `ingest harbor` or `resume` is (BIND-9).
+    pub enum Level {
+        /// A trial directory: Harbor's files of one trial (`result.json`
+        /// with a `trial_name`, `trial.log`, `agent/`, `verifier/`), or a
+        /// directory named with a benchledger trial name.
+        TrialDir = "trial directory",
+        /// A job directory: trial directories, and the job's own files.
+        JobDir = "job directory",
+        /// A jobs directory: job directories.
+        JobsRoot = "jobs directory",
+        /// An empty directory.
+        Empty = "empty directory",
+        /// None of those within two levels.
+        Unknown = "directory holding no harbor trial",
+    }
+}
+
+/// Whether `dir` is one trial's directory: its `result.json` names a
+/// trial; or it holds a trial's files (`trial.log`, `agent/`, `verifier/`,
+/// `exception.txt`) and no `job.log`; or it is a childless directory named
+/// with a benchledger trial name (a trial that has not written anything).
+fn is_trial_dir(dir: &Path) -> Result<bool> {
+    let result = dir.join("result.json");
+    if fs::metadata(&result).is_ok_and(|m| m.is_file()) {
+        let bytes = read_bounded(&result, HARBOR_RESULT_BYTES_MAX)?;
+        if let Ok(loaded) = load_object(&bytes, &[]) {
+            if loaded.map.contains_key("trial_name") {
+                return Ok(true);
+            }
+            if loaded.map.contains_key("n_total_trials") {
+                return Ok(false);
+            }
+        }
+    }
+    if fs::symlink_metadata(dir.join("job.log")).is_ok() {
+        return Ok(false);
+    }
+    for marker in ["trial.log", "agent", "verifier", "exception.txt"] {
+        if fs::symlink_metadata(dir.join(marker)).is_ok() {
+            return Ok(true);
+        }
+    }
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    Ok(parse_trial_name(name).is_some() && subdirs(dir)?.is_empty())
+}
+
+/// The subdirectories of `dir`, sorted, bounded by the job limit.
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let over = || {
+        Error::input(format!(
+            "{}: more than {HARBOR_TRIAL_DIRS_MAX} directories",
+            dir.display()
+        ))
+    };
+    Ok(sorted_entries(dir, HARBOR_TRIAL_DIRS_MAX, &over)?
+        .into_iter()
+        .filter(|e| e.kind == Kind::Dir)
+        .map(|e| e.path)
+        .collect())
+}
+
+/// Whether `dir` is a job directory: a job's own files, or a trial
+/// directory inside.
+fn is_job_dir(dir: &Path) -> Result<bool> {
+    if has_job_files(dir)? && !is_trial_dir(dir)? {
+        return Ok(true);
+    }
+    for sub in subdirs(dir)? {
+        if is_trial_dir(&sub)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// What `dir` is (BIND-9): a trial directory, a job directory, a jobs
+/// directory, an empty directory, or none of those within two levels.
+pub fn level_of(dir: &Path) -> Result<Level> {
+    let shown = utf8_path(dir)?;
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(Error::input(format!("{shown}: not a directory"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::input(format!("{shown}: no such directory")))
+        }
+        Err(e) => return Err(Error::io(format!("read {shown}"), e)),
+    }
+    if is_trial_dir(dir)? {
+        return Ok(Level::TrialDir);
+    }
+    if is_job_dir(dir)? {
+        return Ok(Level::JobDir);
+    }
+    let subs = subdirs(dir)?;
+    for sub in &subs {
+        if is_job_dir(sub)? {
+            return Ok(Level::JobsRoot);
+        }
+    }
+    let empty = fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("read {shown}"), e))?
+        .next()
+        .is_none();
+    Ok(if empty { Level::Empty } else { Level::Unknown })
+}
+
+/// The jobs directory one level below `dir`, when `dir` is one level too
+/// high (BIND-9 names it in the refusal).
+pub fn jobs_root_below(dir: &Path) -> Result<Option<String>> {
+    for sub in subdirs(dir)? {
+        if level_of(&sub)? == Level::JobsRoot {
+            return Ok(Some(utf8_path(&sub)?));
+        }
+    }
+    Ok(None)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -800,7 +1200,8 @@ fn sorted_entries(dir: &Path, max_dirs: usize, over: &dyn Fn() -> Error) -> Resu
     Ok(out)
 }
 
-fn is_job_dir(dir: &Path) -> Result<bool> {
+/// Whether `dir` directly holds one of a job's own files.
+fn has_job_files(dir: &Path) -> Result<bool> {
     for name in JOB_MARKER_FILES {
         match fs::symlink_metadata(dir.join(name)) {
             Ok(_) => return Ok(true),
@@ -1285,10 +1686,6 @@ mod tests {
             (edited(&p, |m| { m.insert("task_checksum".into(), Value::Null); }), at("task_checksum", "is null")),
             (edited(&p, |m| { m.remove("id"); }), at("id", "missing")),
             (edited(&p, |m| { m.insert("id".into(), json!("job-1")); }), at("id", "expected a lowercase uuid, found \"job-1\"")),
-            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!("1")); }),
-             at("verifier_result.rewards.reward", "expected a json number, found a string \"1\"")),
-            (edited(&p, |m| { obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), json!(true)); }),
-             at("verifier_result.rewards.reward", "expected a json number, found a boolean true")),
             (edited(&p, |m| { obj(m, "verifier_result").insert("rewards".into(), json!([1])); }),
              at("verifier_result.rewards", "expected an object, found an array [1]")),
             (edited(&p, |m| { obj(m, "task_id").insert("org".into(), json!("laude")); }),
@@ -1565,12 +1962,30 @@ mod tests {
     }
 
     #[test]
+    fn a_reward_that_is_not_a_number_is_kept_as_evidence_bind_2() {
+        // BIND-2: a string or boolean reward is no reward, but the result is
+        // still evidence (kept as its JSON text), not a refused file.
+        let p = pass();
+        for (value, text) in [(json!("1"), "\"1\""), (json!(true), "true")] {
+            let v = edited(&p, |m| {
+                obj(obj(m, "verifier_result"), "rewards").insert("reward".into(), value);
+            });
+            let bytes = serde_json::to_vec_pretty(&v).unwrap();
+            let parsed = parse_trial_result(&bytes, "r.json").unwrap();
+            assert_eq!(parsed.rewards.unwrap()["reward"], text);
+        }
+    }
+
+    #[test]
     fn trial_dirs_at_the_bound_and_one_past() {
         // HARBOR_TRIAL_DIRS_MAX, over all jobs of a walk
         let tmp = tempfile::tempdir().unwrap();
         let jobs = tmp.path().join("jobs");
         let half = HARBOR_TRIAL_DIRS_MAX / 2;
         for (job, n) in [("a", half), ("b", HARBOR_TRIAL_DIRS_MAX - half)] {
+            // a job's own file makes it a job directory (BIND-9)
+            std::fs::create_dir_all(jobs.join(job)).unwrap();
+            std::fs::write(jobs.join(job).join("job.log"), "").unwrap();
             for i in 0..n {
                 std::fs::create_dir_all(jobs.join(job).join(format!("t{i}"))).unwrap();
             }
@@ -1593,7 +2008,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let jobs = tmp.path().join("jobs");
         for i in 0..HARBOR_JOB_DIRS_MAX {
+            // a job's own file makes it a job directory (BIND-9)
             std::fs::create_dir_all(jobs.join(format!("j{i:04}"))).unwrap();
+            std::fs::write(jobs.join(format!("j{i:04}")).join("job.log"), "").unwrap();
         }
         let tree = walk_jobs(&jobs).unwrap();
         assert_eq!(tree.jobs.len(), HARBOR_JOB_DIRS_MAX);

@@ -204,6 +204,123 @@ fn floor_char_boundary(s: &str, at: usize) -> usize {
 pub(crate) type FieldResult<T> = std::result::Result<T, FieldError>;
 
 // ---------------------------------------------------------------------------
+// Credential shapes in input files (BIND-8)
+// ---------------------------------------------------------------------------
+
+/// Most credential findings recorded for one file (or one JSON Lines row);
+/// one leak is enough to fail the group's `secrets` row.
+pub const CREDENTIAL_FINDINGS_PER_FILE_MAX: usize = 16;
+
+/// A credential shape found in an ingested file (BIND-8): where, which
+/// shape, and a redacted form (length and shape, never a character of the
+/// value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leak {
+    /// The JSON field path (`exception_info.exception_message`,
+    /// `config.agent.env.<redacted key>`), or `(text)` when the shape lies
+    /// outside any one string (an escape, text that is not JSON).
+    pub field: String,
+    /// The shape's name.
+    pub shape: &'static str,
+    /// The value's redacted form.
+    pub redacted: String,
+}
+
+fn leak_path(path: &str, key: &str) -> String {
+    let key = path_key(key);
+    if path.is_empty() {
+        key.into_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn walk_leaks(v: &Value, path: &str, out: &mut Vec<Leak>) {
+    if out.len() >= CREDENTIAL_FINDINGS_PER_FILE_MAX {
+        return;
+    }
+    match v {
+        Value::String(s) => {
+            if let Some(found) = crate::schema::secrets::scan(s) {
+                out.push(Leak {
+                    field: if path.is_empty() {
+                        "(value)".into()
+                    } else {
+                        path.to_string()
+                    },
+                    shape: found.shape,
+                    redacted: crate::schema::secrets::describe_redacted(s),
+                });
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk_leaks(item, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, item) in m {
+                let p = leak_path(path, k);
+                if let Some(found) = crate::schema::secrets::scan(k) {
+                    out.push(Leak {
+                        field: format!("{p} (key)"),
+                        shape: found.shape,
+                        redacted: crate::schema::secrets::describe_redacted(k),
+                    });
+                    continue;
+                }
+                // A key names what its value is (`"api_key": "..."`): the
+                // pair is read as one assignment, as the raw text has it.
+                if let Value::String(s) = item {
+                    let pair = format!("{}: {}", Value::from(k.as_str()), Value::from(s.as_str()));
+                    if crate::schema::secrets::scan(s).is_none() {
+                        if let Some(found) = crate::schema::secrets::scan(&pair) {
+                            out.push(Leak {
+                                field: p,
+                                shape: found.shape,
+                                redacted: crate::schema::secrets::describe_redacted(s),
+                            });
+                            continue;
+                        }
+                    }
+                }
+                walk_leaks(item, &p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every credential shape in an ingested file's text (BIND-8), at most
+/// [`CREDENTIAL_FINDINGS_PER_FILE_MAX`]. The whole text is scanned first
+/// (fast when clean); on a hit, each JSON string, key and `"key": "value"`
+/// pair is scanned to name the field. A shape the raw text shows but no
+/// single field does (behind an escape, or in text that is not JSON) is one
+/// finding of field `(text)`.
+pub fn credential_findings(text: &str) -> Vec<Leak> {
+    let Some(raw) = crate::schema::secrets::scan(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        walk_leaks(&v, "", &mut out);
+    }
+    if out.is_empty() {
+        out.push(Leak {
+            field: "(text)".into(),
+            shape: raw.shape,
+            redacted: format!(
+                "<redacted: {} bytes of text, looks like {} at byte {}>",
+                text.len(),
+                raw.shape,
+                raw.offset
+            ),
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
 // Hashing
 // ---------------------------------------------------------------------------
 
@@ -353,6 +470,31 @@ mod tests {
         assert!(check_sha256_tag(&format!("sha256:{}", "AB".repeat(32))).is_err());
         assert!(check_sha256_tag(&"ab".repeat(32)).is_err());
         assert!(check_sha256_tag("sha256:abc").is_err());
+    }
+
+    // rule BIND-8: a credential anywhere in a file is named by field and
+    // shape, never echoed.
+    #[test]
+    fn credentials_in_a_file_are_found_by_field() {
+        let key = format!("sk-proj-{}", "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z".repeat(2));
+        let text = serde_json::json!({
+            "exception_info": {"exception_message": format!("Incorrect API key provided: {key}")},
+            "config": {"agent": {"kwargs": {"llm_kwargs": {"api_key": "bitrouter-local"}}}},
+            "list": ["fine", key.clone()],
+        })
+        .to_string();
+        let found = credential_findings(&text);
+        let fields: Vec<&str> = found.iter().map(|l| l.field.as_str()).collect();
+        assert_eq!(fields, ["exception_info.exception_message", "list[1]"]);
+        for l in &found {
+            assert!(!l.redacted.contains("Ab3dEf6h"), "{l:?}");
+            assert_eq!(crate::schema::secrets::scan(&l.redacted), None, "{l:?}");
+            assert_eq!(crate::schema::secrets::scan(&l.field), None, "{l:?}");
+        }
+        assert!(credential_findings("{\"a\": 1}").is_empty());
+        // Not JSON: the whole text is one finding.
+        let raw = credential_findings(&format!("token {key}"));
+        assert_eq!(raw[0].field, "(text)");
     }
 
     #[test]

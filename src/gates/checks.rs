@@ -21,6 +21,8 @@ use sha2::Digest;
 use crate::gates::http::{exchange, parse_http_url, HttpFailure, HttpResponse, HttpUrl, Method};
 use crate::schema::events::{CheckKind, CheckRecorded, Status};
 use crate::schema::manifest::{Route, RouteProtocol, Software};
+use crate::schema::plan::Validator;
+use crate::schema::rule::Rule;
 
 /// Bound of a whole daemon health exchange (connect, request, answer), in
 /// milliseconds.
@@ -524,11 +526,90 @@ pub fn run_validation(command: &[String], timeout: Duration) -> Result<Validatio
     })
 }
 
+/// Why a validation by the frozen validator did not run (BIND-7), or its
+/// input could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValidationRefused {
+    /// The config or the validator cannot be read (bad input).
+    Input(String),
+    /// A rule refuses it: the program is not the frozen one (BIND-7), the
+    /// config changed while it was validated (GATE-7).
+    Rule(Rule, String),
+}
+
+/// The frozen validator's argv for `config`: its template with `{config}`
+/// filled, once the program's BLAKE3 is the frozen one (BIND-7).
+pub fn frozen_validator_argv(
+    v: &Validator,
+    config: &Path,
+) -> Result<Vec<String>, ValidationRefused> {
+    let program = Path::new(&v.program);
+    let bytes = std::fs::read(program).map_err(|e| {
+        ValidationRefused::Rule(
+            Rule::Bind7,
+            format!(
+                "cannot read the frozen validator program {}: {e}",
+                v.program
+            ),
+        )
+    })?;
+    let got = hex::encode(blake3::hash(&bytes).as_bytes());
+    if got != v.program_blake3 {
+        return Err(ValidationRefused::Rule(
+            Rule::Bind7,
+            format!(
+                "the validator program {} has BLAKE3 {got}, not the frozen {}; only the frozen validator's validation counts",
+                v.program, v.program_blake3
+            ),
+        ));
+    }
+    let values = std::collections::BTreeMap::from([("config", config.display().to_string())]);
+    crate::schema::plan::fill(&v.command, &values).map_err(|e| {
+        ValidationRefused::Rule(Rule::Bind7, format!("the frozen validator command: {e}"))
+    })
+}
+
+/// Validates `config` with the frozen validator (GATE-7, BIND-7): checks the
+/// program's BLAKE3, runs exactly the frozen command within `timeout`, and
+/// returns the observation to append, pass or fail. Refused when the
+/// program is not the frozen one or the config changed while it ran.
+/// `check config` and `run` both validate through this.
+pub fn validate_config(
+    lineage: &str,
+    v: &Validator,
+    config: &Path,
+    timeout: Duration,
+) -> Result<CheckRecorded, ValidationRefused> {
+    let before = config_blake3(config).map_err(ValidationRefused::Input)?;
+    let argv = frozen_validator_argv(v, config)?;
+    let run = run_validation(&argv, timeout).map_err(ValidationRefused::Input)?;
+    // The file validated must be the file hashed: a config changed while
+    // the command ran is refused (GATE-7: byte-identical).
+    let after = config_blake3(config).map_err(ValidationRefused::Input)?;
+    if after != before {
+        return Err(ValidationRefused::Rule(
+            Rule::Gate7,
+            format!(
+                "{} changed while it was validated; nothing recorded",
+                config.display()
+            ),
+        ));
+    }
+    let mut obs = config_observation(lineage, &before, &config.display().to_string(), &argv, &run);
+    obs.details
+        .insert("program_blake3".into(), v.program_blake3.clone());
+    obs.details.insert("validator".into(), v.program.clone());
+    obs.details
+        .insert("harbor_version".into(), v.harbor_version.clone());
+    Ok(obs)
+}
+
 /// The config observation (GATE-7): pass when the pinned software's own
 /// validation command exited 0 within the bound. Target: the config's
 /// BLAKE3, the key `case start` looks it up by. Details: `config_path`,
 /// `command`, `exit_code` or `signal`, `timed_out`, `output_blake3`,
-/// `output_bytes`, `duration_ms`.
+/// `output_bytes`, `duration_ms` ([`validate_config`] adds the frozen
+/// validator's `program_blake3`, `validator` and `harbor_version`).
 pub fn config_observation(
     lineage: &str,
     config_blake3: &str,

@@ -24,10 +24,21 @@ pub fn check_header(actor: &str, idempotency_key: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Refuses an event any of whose strings looks like a credential (rule
+/// Refuses a gate observation whose flag its own numbers contradict
+/// (BIND-6), and an event any of whose strings looks like a credential (rule
 /// FREEZE-2; the `secrets` row of the verdict). The message names the field
 /// and the shape, never the value.
 pub fn check_event(event: &Event) -> Result<()> {
+    // BIND-6: a gate observation whose flag its own numbers contradict.
+    if let Some(why) = crate::schema::observation::flag_contradiction(event) {
+        return Err(Error::Refused {
+            rule: Rule::Bind6,
+            message: format!(
+                "{}: {why}; an observation counts from its numbers, nothing was appended",
+                event.kind()
+            ),
+        });
+    }
     // Fast path: most events carry no credential shape at all.
     if !event.any_string(&mut |s| secrets::scan(s).is_some()) {
         return Ok(());

@@ -157,6 +157,7 @@ pub fn replay_document(state: &State) -> serde_json::Value {
                         "series_micro_usd": v.settlement.series_micro_usd.iter().map(|(k, n)| (k.as_str(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
                         "joins": v.joins,
                         "cleanup": v.cleanup,
+                        "planes": v.planes,
                     })
                 })
                 .collect();

@@ -388,8 +388,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            4,
-            "a97e3dc1b90d933b27b3f1ea596f4355f0a5facf680f0c9cb4c51782e47482a4".to_string()
+            5,
+            "58233ee450b5d217b1688d400b315b704830399fdd73a0bcdac088f8927fde7f".to_string()
         ),
         "state layout changed"
     );

@@ -1,14 +1,18 @@
 //! The method as code: freeze (TOML input -> validated stored manifest,
 //! commitments, keys), decide (commands -> events or a refusal citing the
-//! rule), projections (pure folds of events), verdicts (one function per gate
-//! row) and TrialConfig rendering. Never reads the clock, the environment,
+//! rule), projections (pure folds of events), the evidence binding of a
+//! result to its launch (`binding`) and of an observation to its numbers
+//! (`observations`), verdicts (one function per gate row) and TrialConfig
+//! rendering. Never reads the clock, the environment,
 //! files or the network: the CLI gathers facts and passes them in.
 
 pub mod audit;
+pub mod binding;
 pub mod checkpointed;
 pub mod decide;
 pub mod freeze;
 pub mod lineage;
+pub mod observations;
 pub mod projections;
 pub mod run_plan;
 pub mod trial_config;

@@ -7,18 +7,21 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::log::ledger::Ledger;
+use crate::method::observations::{refute, Refutation};
 use crate::schema::events::{
     CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    ControlRegistered, ControlReused, Event, FeedbackApplied, GroupOpened, GroupRef, GroupSealed,
-    LineageStopped, ManifestFrozen, ReceiptState, ReconciliationStatus, SecurityRefusalRecorded,
-    SignOffRole, Status, TokenBuckets, TraceStatus, TrialResultRecorded, UsageOrigin,
+    ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied, GroupOpened,
+    GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen, Protocol,
+    ReceiptState, ReconciliationStatus, SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets,
+    TraceStatus, TrialResultRecordedV2, UsageOrigin,
 };
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
-/// audit can tell which logic produced them.
-pub const PROJECTION_VERSION: u32 = 1;
+/// audit can tell which logic produced them. 2: evidence binding (BIND-1..9)
+/// and the two evidence planes (PLANE-1).
+pub const PROJECTION_VERSION: u32 = 2;
 
 /// Where an event sits in the log: its seq and when it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -64,8 +67,9 @@ pub struct CaseState {
     pub start_seqs: Vec<u64>,
     /// When its launched process exited, if recorded.
     pub exited: Option<At>,
-    /// Its Harbor TrialResult, if ingested.
-    pub result: Option<(At, TrialResultRecorded)>,
+    /// Its Harbor TrialResult, if ingested (a `trial_result_recorded.v1` in
+    /// its v2 form: no content digest, no reward files).
+    pub result: Option<(At, TrialResultRecordedV2)>,
     /// Seqs of every TrialResult of this identity (exactly one is the rule).
     pub result_seqs: Vec<u64>,
     /// Its sanitized 403 evidence (CASE-6).
@@ -127,6 +131,11 @@ pub struct GroupState {
     pub cleanup: Option<(At, CleanupAudited)>,
     /// Monitor samples recorded.
     pub monitor_samples: u64,
+    /// The Harbor job directories ingested for the group, with their retry
+    /// settings (BIND-1, CASE-5).
+    pub jobs: Vec<(At, HarborJobRecorded)>,
+    /// Credential shapes found in the group's ingested files (BIND-8).
+    pub leaks: Vec<(At, CredentialFound)>,
 }
 
 /// A trace as the join needs it.
@@ -138,6 +147,8 @@ pub struct TraceObs {
     pub status: TraceStatus,
     /// When the daemon captured it (RFC 3339 text as recorded).
     pub captured_at: Box<str>,
+    /// The wire protocol of the request (PLANE-1 keys reliability by it).
+    pub protocol: Protocol,
 }
 
 /// A usage row as settlement needs it.
@@ -240,8 +251,8 @@ pub struct RequestState {
     pub usage: One<(u64, UsageObs)>,
     /// Receipts, in log order; the latest is authoritative.
     pub receipts: One<(u64, ReceiptObs)>,
-    /// Request-scoped outcomes (R).
-    pub outcomes: One<u64>,
+    /// Request-scoped outcomes (R): seq and reward text as written.
+    pub outcomes: One<(u64, Sym)>,
 }
 
 /// A list that almost always holds exactly one item (one trace, one usage
@@ -267,13 +278,18 @@ impl GroupState {
     }
 }
 
-/// The latest observation of a gate: when, and pass or fail.
+/// The latest observation of a gate: when, pass or fail, and whether its
+/// numbers earn a pass (BIND-6).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Observation {
     /// Where it sits in the log.
     pub at: At,
-    /// Pass or fail.
+    /// Pass or fail, as recorded.
     pub status: Status,
+    /// Why its recorded numbers do not earn a pass, judged against the
+    /// frozen manifest when it was folded (BIND-6, BIND-7); `None` when they
+    /// do (and for a fail).
+    pub refuted: Option<Refutation>,
 }
 
 /// Who signed off in a role, and at which seq (FREEZE-7).
@@ -608,22 +624,27 @@ impl State {
             }
             Event::IdentityChecked(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    let refuted = refute(l, event);
                     l.gates.identity = Some(Observation {
                         at,
                         status: e.status,
+                        refuted,
                     });
                 }
             }
             Event::QuotaChecked(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    let refuted = refute(l, event);
                     l.gates.quota = Some(Observation {
                         at,
                         status: e.status,
+                        refuted,
                     });
                 }
             }
             Event::CheckRecorded(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
+                    let refuted = refute(l, event);
                     l.gates.checks.insert(
                         CheckKey {
                             kind: e.check,
@@ -633,6 +654,7 @@ impl State {
                         Observation {
                             at,
                             status: e.status,
+                            refuted,
                         },
                     );
                 }
@@ -680,6 +702,12 @@ impl State {
             Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.cleanup = Some((at, e.clone()));
             }),
+            Event::HarborJobRecorded(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.jobs.push((at, e.clone()));
+            }),
+            Event::CredentialFound(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.leaks.push((at, e.clone()));
+            }),
             _ => return false,
         }
         true
@@ -699,6 +727,12 @@ impl State {
                 })
             }
             Event::TrialResultRecorded(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.result_seqs.push(seq);
+                    c.result.get_or_insert_with(|| (at, e.to_v2()));
+                })
+            }
+            Event::TrialResultRecordedV2(e) => {
                 self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                     c.result_seqs.push(seq);
                     c.result.get_or_insert_with(|| (at, e.clone()));
@@ -731,6 +765,7 @@ impl State {
                             http_status: e.http_status,
                             status: e.status,
                             captured_at: e.captured_at.as_str().into(),
+                            protocol: e.protocol,
                         },
                     ))
                 })
@@ -781,9 +816,12 @@ impl State {
                 })
             }
             Event::OutcomeRecorded(e) => match &e.request_id {
-                Some(id) => self.request(&e.group.lineage, &e.group.group, id, |r| {
-                    r.outcomes.push(seq)
-                }),
+                Some(id) => {
+                    let reward = self.syms.sym(&e.reward);
+                    self.request(&e.group.lineage, &e.group.group, id, |r| {
+                        r.outcomes.push((seq, reward))
+                    })
+                }
                 None => {
                     let obs = TaskOutcome {
                         trial_name: self.syms.opt(e.trial_name.as_ref()),

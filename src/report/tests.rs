@@ -109,6 +109,7 @@ fn a_report_of_a_9_of_13_control_at_4_29() {
                     http_status: 200,
                     status: TraceStatus::Completed,
                     captured_at: "2026-11-20T01:00:00Z".into(),
+                    protocol: crate::schema::events::Protocol::Messages,
                 },
             )],
             usage: smallvec::smallvec![(
@@ -442,16 +443,19 @@ fn a_public_lineage_gets_an_entry_with_unprovable_metrics_omitted() {
     assert_eq!(r.accuracy.text, "76.92");
     // The basis is notional (frozen prices): no cost per task.
     assert_eq!(r.cost_per_task, None);
-    // The recorded TrialResults carry no started_at/finished_at.
-    assert_eq!(r.time_per_task, None);
+    // The recorded TrialResults carry their spans inside the launch window
+    // (BIND-1): 6 s each.
+    assert_eq!(
+        r.time_per_task.as_ref().map(|t| t.text.as_str()),
+        Some("0.10")
+    );
     let y = render_registry_yaml(&r);
     assert!(
         y.contains("terminal_bench_2_1:\n  accuracy: 76.92\n"),
         "{y}"
     );
     assert!(!y.contains("\n  cost_per_task:"), "{y}");
-    assert!(!y.contains("\n  time_per_task:"), "{y}");
-    assert!(y.contains("#   time_per_task:"), "{y}");
+    assert!(y.contains("\n  time_per_task: 0.10\n"), "{y}");
     assert!(y.contains("  source_url: \"https://example.org/r\""), "{y}");
     assert!(y.contains("  as_of: \"2026-11-"), "{y}");
     // A group that is not accepted is refused.
@@ -495,19 +499,16 @@ fn time_per_task_is_the_mean_trial_span_in_minutes() {
         .enumerate()
     {
         let (_, r) = c.result.as_mut().unwrap();
-        r.started_at = Some("2026-11-21T00:00:00Z".into());
-        // 10 minutes for the first case, 5 for the others: (10 + 12 x 5) / 13 = 5.3846...
-        r.finished_at = Some(
-            if i == 0 {
-                "2026-11-21T00:10:00Z"
-            } else {
-                "2026-11-21T00:05:00Z"
-            }
-            .into(),
-        );
+        // Spans inside the launch window (BIND-1: the result's record plus
+        // the frozen clock skew of 300 s): 4 minutes for the first case, 2
+        // for the others: (4 + 12 x 2) / 13 = 2.1538...
+        let from = crate::schema::time::parse_rfc3339_ns(r.started_at.as_deref().unwrap()).unwrap();
+        let span_min: i128 = if i == 0 { 4 } else { 2 };
+        let to = u64::try_from(from + span_min * 60 * 1_000_000_000).unwrap();
+        r.finished_at = Some(crate::schema::time::rfc3339_utc_ns(to));
     }
     let r = registry(&state, None, None, head(), None).unwrap();
-    assert_eq!(r.time_per_task.as_ref().unwrap().text, "5.38");
+    assert_eq!(r.time_per_task.as_ref().unwrap().text, "2.15");
 }
 
 #[test]

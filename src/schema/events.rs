@@ -195,6 +195,16 @@ vocabulary! {
     /// A lineage's manifest with its plan, validated and frozen (FREEZE-1..8,
     /// BIND-1..3, BIND-7, TRUST-3): the form every new lineage is frozen in.
     ManifestFrozenV2(ManifestFrozenV2) = "manifest_frozen.v2",
+    /// A Harbor TrialResult with what binds it to its launch (BIND-1,
+    /// BIND-2): the embedded TrialConfig's content and the verifier's reward
+    /// files. The form `ingest harbor` records from this version on.
+    TrialResultRecordedV2(TrialResultRecordedV2) = "trial_result_recorded.v2",
+    /// A Harbor job directory's own files: its retry settings and counts and
+    /// the Harbor version of its lock (BIND-1, CASE-5, BIND-7).
+    HarborJobRecorded(HarborJobRecorded) = "harbor_job_recorded.v1",
+    /// A credential shape found in an ingested file, where and which shape,
+    /// never the value (BIND-8).
+    CredentialFound(CredentialFound) = "credential_found.v1",
     /// An operator's or reviewer's sign-off signed with a key the frozen
     /// manifest lists for that role (FREEZE-7, TRUST-3).
     ManifestSignedOffV2(ManifestSignedOffV2) = "manifest_signed_off.v2",
@@ -1114,6 +1124,170 @@ pub struct CaseInvalidated {
     pub evidence_path: String,
     /// BLAKE3 of the evidence file's bytes, hex.
     pub evidence_blake3: String,
+}
+
+// ---------------------------------------------------------------------------
+// Evidence binding (BIND)
+// ---------------------------------------------------------------------------
+
+/// One reward file of a trial's verifier directory (`verifier/reward.txt`,
+/// `verifier/reward.json`), as Harbor's verifier left it (BIND-2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewardFile {
+    /// The file's path as ingested.
+    pub path: String,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+    /// Its rewards, each value's JSON text as written (`reward.txt` gives
+    /// `{"reward": <its trimmed text>}`); none when the file could not be
+    /// read as rewards (`problem` says why).
+    pub rewards: Option<BTreeMap<String, String>>,
+    /// Why the file gives no rewards, if it does not.
+    pub problem: Option<String>,
+}
+
+/// `trial_result_recorded.v2`: a Harbor TrialResult (harbor-formats.md
+/// section 3) with what binds it to its launch (BIND-1, BIND-2). The v1
+/// fields keep their meaning, except that a reward value that is not a JSON
+/// number is kept (as its JSON text) rather than refused: it is no reward.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialResultRecordedV2 {
+    /// The group.
+    pub group: GroupRef,
+    /// The ledger case it belongs to.
+    pub case: CaseRef,
+    /// Harbor's trial name (the directory name).
+    pub trial_name: String,
+    /// Harbor's per-attempt uuid (`id`).
+    pub attempt_id: String,
+    /// Harbor's task name.
+    pub task_name: String,
+    /// Harbor's task id, as written.
+    pub task_id: HarborTaskId,
+    /// The dataset name, if any.
+    pub source: Option<String>,
+    /// Harbor's task checksum (sha256 dirhash), hex; compared with the
+    /// task's frozen `content_sha256` (BIND-1).
+    pub task_checksum: String,
+    /// Agent name and version (`terminus-2@2.0.0`).
+    pub agent: String,
+    /// The model name Harbor reported.
+    pub model: Option<String>,
+    /// `verifier_result.rewards`, each value's JSON text as written (numbers
+    /// exactly as written); none when the verifier never ran.
+    pub rewards: Option<BTreeMap<String, String>>,
+    /// `exception_info.exception_type`, if any.
+    pub exception_type: Option<String>,
+    /// BLAKE3 of `exception_info.exception_message`, hex.
+    pub exception_message_blake3: Option<String>,
+    /// Trial start, as written (UTC, `Z`).
+    pub started_at: Option<String>,
+    /// Trial end.
+    pub finished_at: Option<String>,
+    /// Agent token counts as Harbor reported them (input includes cache).
+    pub n_input_tokens: Option<u64>,
+    /// Cache tokens.
+    pub n_cache_tokens: Option<u64>,
+    /// Output tokens.
+    pub n_output_tokens: Option<u64>,
+    /// BLAKE3 of the canonical JSON of the embedded TrialConfig, hex (as v1).
+    pub config_blake3: String,
+    /// BLAKE3 of the canonical JSON of the embedded TrialConfig's content:
+    /// members equal to Harbor 0.25.0's defaults and nulls left out, numbers
+    /// by value (BIND-1); the same digest of the launched config must equal it.
+    pub config_content_blake3: String,
+    /// Field paths where the embedded TrialConfig's content differs from the
+    /// case's frozen rendering, as found at ingest (names only, never values).
+    pub config_differences: Vec<String>,
+    /// The verifier's reward files, in name order (BIND-2).
+    pub reward_files: Vec<RewardFile>,
+    /// The result file's path as ingested.
+    pub result_path: String,
+    /// BLAKE3 of the result file bytes, hex.
+    pub result_blake3: String,
+}
+
+impl TrialResultRecorded {
+    /// The v2 form of a v1 record: no content digest (empty), no
+    /// differences found, no reward files seen.
+    pub fn to_v2(&self) -> TrialResultRecordedV2 {
+        TrialResultRecordedV2 {
+            group: self.group.clone(),
+            case: self.case.clone(),
+            trial_name: self.trial_name.clone(),
+            attempt_id: self.attempt_id.clone(),
+            task_name: self.task_name.clone(),
+            task_id: self.task_id.clone(),
+            source: self.source.clone(),
+            task_checksum: self.task_checksum.clone(),
+            agent: self.agent.clone(),
+            model: self.model.clone(),
+            rewards: self.rewards.clone(),
+            exception_type: self.exception_type.clone(),
+            exception_message_blake3: self.exception_message_blake3.clone(),
+            started_at: self.started_at.clone(),
+            finished_at: self.finished_at.clone(),
+            n_input_tokens: self.n_input_tokens,
+            n_cache_tokens: self.n_cache_tokens,
+            n_output_tokens: self.n_output_tokens,
+            config_blake3: self.config_blake3.clone(),
+            config_content_blake3: String::new(),
+            config_differences: Vec::new(),
+            reward_files: Vec::new(),
+            result_path: self.result_path.clone(),
+            result_blake3: self.result_blake3.clone(),
+        }
+    }
+}
+
+/// `harbor_job_recorded.v1`: what a Harbor job directory's own files say
+/// about how its trials ran (BIND-1: Harbor retries stay 0, CASE-5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HarborJobRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// The job directory's name (Harbor's job name).
+    pub job_name: String,
+    /// The job directory's path as ingested.
+    pub path: String,
+    /// The trial directories of the job, by name.
+    pub trial_names: Vec<String>,
+    /// BLAKE3 of the job's `config.json`, if present.
+    pub config_blake3: Option<String>,
+    /// `retry.max_retries` of `config.json` (0 when the sparse file leaves
+    /// the default out); none without the file.
+    pub config_max_retries: Option<u64>,
+    /// BLAKE3 of the job's `lock.json`, if present.
+    pub lock_blake3: Option<String>,
+    /// `retry.max_retries` of `lock.json`; none without the file or field.
+    pub lock_max_retries: Option<u64>,
+    /// `harbor.version` of `lock.json`, if present.
+    pub harbor_version: Option<String>,
+    /// BLAKE3 of the job's `result.json`, if present.
+    pub result_blake3: Option<String>,
+    /// `stats.n_retries` of `result.json`; none without the file or field.
+    pub n_retries: Option<u64>,
+}
+
+/// `credential_found.v1`: a credential shape in an ingested file (BIND-8).
+/// The run leaked it: the group's `secrets` row fails. The value is never
+/// recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialFound {
+    /// The group the file was ingested into.
+    pub group: GroupRef,
+    /// The file's path as ingested.
+    pub file: String,
+    /// BLAKE3 of the file's bytes, hex.
+    pub file_blake3: String,
+    /// Where in the file: a JSON field path (`exception_info.exception_message`),
+    /// prefixed `line N: ` in a JSON Lines file, or `(text)` for text outside
+    /// any one field.
+    pub field: String,
+    /// The credential shape's name (`openai_project_key`, ...).
+    pub shape: String,
+    /// The value's redacted form: its length and shape, never a character of it.
+    pub redacted: String,
 }
 
 #[cfg(test)]

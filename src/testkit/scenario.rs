@@ -51,7 +51,18 @@ pub fn aws_observations(frozen: &ManifestFrozen, group: &str) -> Vec<Event> {
             quota_vcpu: 64,
             used_vcpu: 0,
             available_vcpu: 64,
-            required_vcpu: 10,
+            // The frozen GATE-2 formula, the central host's vCPU included
+            // while it is to be provisioned (BIND-6 re-judges these numbers).
+            required_vcpu: u64::from(m.limits.concurrency)
+                .saturating_mul(m.sandbox.vcpu)
+                .saturating_add(m.aws.quota_headroom_vcpu)
+                .saturating_add(
+                    if m.central.mode == crate::schema::manifest::CentralMode::Provision {
+                        m.central.vcpu
+                    } else {
+                        0
+                    },
+                ),
             status: Status::Pass,
             error: None,
         }),
@@ -61,9 +72,31 @@ pub fn aws_observations(frozen: &ManifestFrozen, group: &str) -> Vec<Event> {
             check: CheckKind::Residue,
             target: m.tags.run_value.clone(),
             status: Status::Pass,
-            details: BTreeMap::new(),
+            details: details(&[("sandbox_count", "0"), ("instance_ids", "")]),
         }),
     ]
+}
+
+/// A details map from pairs.
+pub fn details(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// What a synthesized TrialResult says besides its reward and exception
+/// (the evidence-binding faults of BIND-1 and BIND-2).
+#[derive(Debug, Clone, Default)]
+pub struct ResultShape {
+    /// A task checksum other than the frozen one.
+    pub other_checksum: bool,
+    /// An embedded TrialConfig whose content is not the launched one.
+    pub other_config: bool,
+    /// Timestamps 90 days before the case started.
+    pub early: bool,
+    /// Rewards under other keys than the frozen one.
+    pub other_reward_keys: bool,
 }
 
 /// How a request is settled.
@@ -205,13 +238,41 @@ impl World {
     }
 
     fn check(&self, kind: CheckKind, group: Option<&str>, target: &str) -> Event {
+        let numbers: &[(&str, &str)] = match kind {
+            CheckKind::DaemonHealth | CheckKind::ProviderSentinel => {
+                &[("http_status", "200"), ("latency_ms", "40")]
+            }
+            _ => &[],
+        };
         Event::CheckRecorded(CheckRecorded {
             lineage: self.lineage.clone(),
             group: group.map(Into::into),
             check: kind,
             target: target.into(),
             status: Status::Pass,
-            details: BTreeMap::new(),
+            details: details(numbers),
+        })
+    }
+
+    /// A passing validation of the config `hash` by the lineage's frozen
+    /// validator (GATE-7, BIND-7); `frozen: false` records one by another
+    /// program.
+    pub fn validation(&self, hash: &str, frozen: bool) -> Event {
+        let l = self.lineage_state();
+        let mut d = details(&[("exit_code", "0"), ("timed_out", "false")]);
+        if let (true, Some(plan)) = (frozen, &l.plan) {
+            let v = &plan.binding.validator;
+            d.insert("program_blake3".into(), v.program_blake3.clone());
+            d.insert("validator".into(), v.program.clone());
+            d.insert("harbor_version".into(), v.harbor_version.clone());
+        }
+        Event::CheckRecorded(CheckRecorded {
+            lineage: self.lineage.clone(),
+            group: None,
+            check: CheckKind::ConfigValidated,
+            target: hash.into(),
+            status: Status::Pass,
+            details: d,
         })
     }
 
@@ -286,7 +347,7 @@ impl World {
         {
             self.gates(group);
         }
-        let v = self.check(CheckKind::ConfigValidated, None, &hash);
+        let v = self.validation(&hash, true);
         self.push(vec![v]);
         let cmd = crate::method::decide::CaseStart {
             lineage: Some(self.lineage.clone()),
@@ -309,7 +370,9 @@ impl World {
         Ok(())
     }
 
-    /// Records a Harbor TrialResult for a started case.
+    /// Records a Harbor TrialResult for a started case, bound to its launch:
+    /// the frozen task checksum, the launched config's content, timestamps
+    /// inside the launch window (BIND-1).
     pub fn result(
         &mut self,
         group: &str,
@@ -317,8 +380,61 @@ impl World {
         reward: Option<&str>,
         exception: Option<&str>,
     ) {
+        self.result_with(group, case, reward, exception, &ResultShape::default());
+    }
+
+    /// The content digest of the config case `case` launched: the frozen
+    /// rendering's, or (for a config other than the rendering) a digest of
+    /// nothing benchledger rendered.
+    fn launched_content(&self, group: &str, case: &CaseRef) -> String {
+        let l = self.lineage_state();
+        let m = &l.frozen.manifest.public;
+        let launched = l.groups[group].cases[case]
+            .started
+            .as_ref()
+            .map(|(_, s)| s.trial_config_blake3.clone())
+            .unwrap_or_default();
+        match crate::method::trial_config::render(m, group, case) {
+            Ok(r) if r.blake3 == launched => {
+                crate::schema::trial_content::content_blake3(&r.config)
+            }
+            _ => hex64(&format!("content of {launched}")),
+        }
+    }
+
+    /// [`World::result`] with the faults of `shape`.
+    pub fn result_with(
+        &mut self,
+        group: &str,
+        case: &CaseRef,
+        reward: Option<&str>,
+        exception: Option<&str>,
+        shape: &ResultShape,
+    ) {
         let name = crate::schema::names::trial_name(&case.task, group, case);
-        let e = Event::TrialResultRecorded(TrialResultRecorded {
+        let l = self.lineage_state();
+        let m = &l.frozen.manifest.public;
+        let frozen_checksum = crate::method::binding::frozen_task_checksum(m, group, &case.task)
+            .unwrap_or_default()
+            .to_string();
+        let started_ns = l.groups[group].cases[case]
+            .started
+            .as_ref()
+            .map_or(self.now_ns, |(at, _)| at.utc_ns);
+        let early_ns = if shape.early {
+            90 * 86_400 * 1_000_000_000
+        } else {
+            0
+        };
+        let (from, to) = (
+            started_ns - early_ns,
+            self.now_ns.max(started_ns) - early_ns,
+        );
+        let mut content = self.launched_content(group, case);
+        if shape.other_config {
+            content = hex64(&format!("another model, no api_base: {content}"));
+        }
+        let e = Event::TrialResultRecordedV2(TrialResultRecordedV2 {
             group: self.gref(group),
             case: case.clone(),
             trial_name: name.clone(),
@@ -333,22 +449,38 @@ impl World {
                 git_ref: None,
             },
             source: None,
-            task_checksum: hex64(&case.task),
+            task_checksum: if shape.other_checksum {
+                hex64(&format!("another version of {}", case.task))
+            } else {
+                frozen_checksum
+            },
             agent: "terminus-2@2.0.0".into(),
             model: None,
             rewards: reward.map(|r| {
-                [("reward".to_string(), r.to_string())]
-                    .into_iter()
+                let keys: &[&str] = if shape.other_reward_keys {
+                    &["passed_tests", "total_tests"]
+                } else {
+                    &["reward"]
+                };
+                keys.iter()
+                    .map(|k| (k.to_string(), r.to_string()))
                     .collect()
             }),
             exception_type: exception.map(Into::into),
             exception_message_blake3: exception.map(hex64),
-            started_at: None,
-            finished_at: None,
+            started_at: Some(crate::schema::time::rfc3339_utc_ns(from)),
+            finished_at: Some(crate::schema::time::rfc3339_utc_ns(to)),
             n_input_tokens: None,
             n_cache_tokens: None,
             n_output_tokens: None,
             config_blake3: hex64(&format!("config {name}")),
+            config_content_blake3: content,
+            config_differences: if shape.other_config {
+                vec!["agent.kwargs.api_base".into(), "agent.model_name".into()]
+            } else {
+                vec![]
+            },
+            reward_files: vec![],
             result_path: format!("jobs/{name}/result.json"),
             result_blake3: hex64(&format!("{}/{name}/{reward:?}/{exception:?}", self.lineage)),
         });
@@ -513,13 +645,133 @@ impl World {
                 trace: true,
                 usage: true,
                 decision: true,
-                receipt: if group == "control" {
+                // Control's requests and a canary's first are settled by an
+                // authoritative receipt (a canary proves the path, BIND-4).
+                receipt: if group == "control" || (group.starts_with("canary") && k == 1) {
                     ReceiptMode::Computed
                 } else {
                     ReceiptMode::None
                 },
             })
             .collect()
+    }
+
+    /// A weak request the provider answered 429 (traced `failed`, a
+    /// zero-usage row reconciled against a `not_charged` receipt, as
+    /// BitRouter writes it), then the strong fallback that completed, and a
+    /// request-scoped outcome with reward 1.0 for every traced request of the
+    /// group, the 429 included, as harbor-outcomes copied them (BIND-5).
+    pub fn outcome_after_429(&mut self, group: &str, case: &CaseRef) {
+        let base = format!("{group}-{}-{}-fallback", case.task, case.trial);
+        let weak = format!("{base}-429");
+        let gref = self.gref(group);
+        let m = self.lineage_state().frozen.manifest.public.clone();
+        let route = m
+            .route(Tier::Economy)
+            .expect("the example routes every tier")
+            .clone();
+        let lineage = self.lineage.clone();
+        let line = |kind: &str, id: &str| hex64(&format!("{kind} {lineage} {group} {id}"));
+        let zero = TokenBuckets {
+            uncached_input_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            output_tokens: 0,
+            reasoning_tokens: 0,
+        };
+        let mut v = vec![Event::RequestTraced(RequestTraced {
+            group: gref.clone(),
+            request_id: weak.clone(),
+            captured_at: "2026-11-20T00:10:00Z".into(),
+            harness: Harness::Terminus2,
+            protocol: Protocol::ChatCompletions,
+            method: "POST".into(),
+            path: "/v1/chat/completions".into(),
+            http_status: 429,
+            status: TraceStatus::Failed,
+            line_blake3: line("trace", &weak),
+        })];
+        v.push(Event::PolicyDecisionRecorded(PolicyDecisionRecorded {
+            group: gref.clone(),
+            request_id: Some(weak.clone()),
+            ingress_request_id_sha256: None,
+            captured_at: Some("2026-11-20T00:10:00Z".into()),
+            input_model: "@auto".into(),
+            policy: Some("auto".into()),
+            reason: "static_table".into(),
+            baseline_tier: Some("strong".into()),
+            selected_tier: Some("economy".into()),
+            selected_model: Some(format!("bitrouter:{}", route.model)),
+            pinned: false,
+            locked: false,
+            trialed: false,
+            line_blake3: line("decision", &weak),
+        }));
+        v.push(Event::UsageRecorded(UsageRecorded {
+            group: gref.clone(),
+            request_id: weak.clone(),
+            provider_id: route.provider.clone(),
+            model_id: route.model.clone(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            buckets: zero,
+            final_charge_micro_usd: None,
+            charge_status: ChargeStatus::NotCharged,
+            reconciliation_status: ReconciliationStatus::NotCharged,
+            usage_origin: UsageOrigin::AuthoritativeReceipt,
+            status: Some("failed".into()),
+            error_code: Some("upstream_rate_limited".into()),
+            rates: None,
+            pricing_source: None,
+            pricing_version: None,
+            recomputed_charge_micro_usd: None,
+            recompute_matches: None,
+            line_blake3: line("usage", &weak),
+        }));
+        v.push(Event::ReceiptRecorded(ReceiptRecorded {
+            group: gref.clone(),
+            request_id: weak.clone(),
+            state: ReceiptState::NotCharged,
+            provider_id: Some(route.provider.clone()),
+            model_id: Some(route.model.clone()),
+            buckets: zero,
+            final_charge_micro_usd: None,
+            source_blake3: line("receipt", &weak),
+        }));
+        self.push(v);
+        self.request(
+            group,
+            &Req {
+                id: format!("{base}-strong"),
+                tier: Tier::Strong,
+                trace: true,
+                usage: true,
+                decision: true,
+                receipt: ReceiptMode::Computed,
+            },
+        );
+        let traced: Vec<String> = self.lineage_state().groups[group]
+            .requests
+            .iter()
+            .filter(|(_, r)| !r.traces.is_empty())
+            .map(|(id, _)| id.to_string())
+            .collect();
+        let outcomes = traced
+            .iter()
+            .map(|id| {
+                Event::OutcomeRecorded(OutcomeRecorded {
+                    group: gref.clone(),
+                    request_id: Some(id.clone()),
+                    session_key: crate::schema::names::trial_name(&case.task, group, case),
+                    task_id: format!("terminal-bench/{}", case.task),
+                    reward: "1.0".into(),
+                    failed_reason: None,
+                    trial_name: Some(crate::schema::names::trial_name(&case.task, group, case)),
+                    line_blake3: line("outcome", id),
+                })
+            })
+            .collect();
+        self.push(outcomes);
     }
 
     /// Records sanitized 403 evidence of a started case.
@@ -691,7 +943,7 @@ pub struct Fault {
 }
 
 /// Every fault kind a scenario may name.
-pub const FAULT_KINDS: [&str; 13] = [
+pub const FAULT_KINDS: [&str; 24] = [
     "invalid_result",
     "crash_no_result",
     "pending_receipt",
@@ -705,6 +957,18 @@ pub const FAULT_KINDS: [&str; 13] = [
     "skip_valid",
     "skip_invalid",
     "untraced_usage",
+    // Evidence binding (BIND-1..8).
+    "checksum_mismatch",
+    "other_config",
+    "early_timestamps",
+    "harbor_retries",
+    "multi_key_reward",
+    "no_requests",
+    "outcome_after_429",
+    "credential_leak",
+    "quota_formula",
+    "unfrozen_validator",
+    "no_authoritative_receipt",
 ];
 
 /// What a scenario run produced besides the records: each refused step
@@ -859,7 +1123,9 @@ fn run_groups_logged(
                 None => return Err(e),
             }
         }
-        run_group(w, ls, group)?;
+        if !run_group(w, ls, group, log)? {
+            break;
+        }
     }
     Ok(())
 }
@@ -870,112 +1136,287 @@ fn fault<'a>(ls: &'a LineageSpec, group: &str, kind: &str) -> Option<&'a Fault> 
         .find(|f| f.group == group && f.kind == kind)
 }
 
-fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
-    let ids = crate::method::lineage::group_identities(w.lineage_state(), group);
-    let pick = |kind: &str| -> Option<CaseRef> {
-        let f = fault(ls, group, kind)?;
-        Some(match &f.case {
-            None => ids[0].clone(),
-            Some(c) => {
-                let (t, tr) = c.split_once('/').unwrap_or((c, "t1"));
-                CaseRef {
-                    task: t.into(),
-                    trial: tr.into(),
-                    replacement: 0,
-                }
+/// The case a fault of `kind` in `group` names (default: the group's first
+/// identity), if the scenario injects one.
+fn picked(ls: &LineageSpec, group: &str, ids: &[CaseRef], kind: &str) -> Option<CaseRef> {
+    let f = fault(ls, group, kind)?;
+    Some(match &f.case {
+        None => ids[0].clone(),
+        Some(c) => {
+            let (t, tr) = c.split_once('/').unwrap_or((c, "t1"));
+            CaseRef {
+                task: t.into(),
+                trial: tr.into(),
+                replacement: 0,
             }
-        })
+        }
+    })
+}
+
+/// Starts a case; a refusal is logged and returns `false` (the run of the
+/// group stops there).
+fn start_logged(
+    w: &mut World,
+    group: &str,
+    case: &CaseRef,
+    config: Option<&str>,
+    log: &mut RunLog,
+) -> Result<bool> {
+    match w.start(group, case, config) {
+        Ok(()) => Ok(true),
+        Err(e) => match refused_rule(&e) {
+            Some(rule) => {
+                log.refusals.push((
+                    format!("case start {}/{group} {}", w.lineage, case.label()),
+                    rule.to_string(),
+                ));
+                Ok(false)
+            }
+            None => Err(e),
+        },
+    }
+}
+
+/// BIND-6 and BIND-7 before the group's first start: an observation whose
+/// flag its numbers (or its validator) do not earn is recorded, the start is
+/// refused citing the rule, then a sound observation is recorded.
+fn unsound_gates(
+    w: &mut World,
+    ls: &LineageSpec,
+    group: &str,
+    case: &CaseRef,
+    log: &mut RunLog,
+) -> Result<()> {
+    let quota = fault(ls, group, "quota_formula").is_some();
+    let validator = fault(ls, group, "unfrozen_validator").is_some();
+    if !quota && !validator {
+        return Ok(());
+    }
+    w.gates(group);
+    let m = w.lineage_state().frozen.manifest.public.clone();
+    let hash = crate::method::trial_config::render(&m, group, case)?.blake3;
+    if quota {
+        // Consistent with itself (64 available >= 2), not with the frozen
+        // formula (1 x 2 vCPU + 4 headroom, + 4 while the central host is
+        // still to be provisioned).
+        w.push(vec![Event::QuotaChecked(QuotaChecked {
+            lineage: w.lineage.clone(),
+            region: m.aws.region.clone(),
+            quota_code: m.aws.quota_code.clone(),
+            quota_vcpu: 64,
+            used_vcpu: 0,
+            available_vcpu: 64,
+            required_vcpu: 2,
+            status: Status::Pass,
+            error: None,
+        })]);
+    }
+    let v = w.validation(&hash, !validator);
+    w.push(vec![v]);
+    let cmd = crate::method::decide::CaseStart {
+        lineage: Some(w.lineage.clone()),
+        group: group.to_string(),
+        case: case.clone(),
+        trial_name: crate::schema::names::trial_name(&case.task, group, case),
+        trial_config_blake3: hash,
+        command: vec![],
+        now_utc_ns: 0,
     };
-    let low = fault(ls, group, "low_scores").is_some();
-    for (i, case) in ids.iter().enumerate() {
-        let config = (pick("config_mismatch").as_ref() == Some(case))
-            .then_some("a config other than the frozen rendering");
-        w.start(group, case, config)?;
-        let mut reqs = w.case_requests(group, case);
-        if i == 0 {
-            if fault(ls, group, "pending_receipt").is_some() {
-                reqs[0].receipt = ReceiptMode::Pending;
-            }
-            if fault(ls, group, "charge_mismatch").is_some() {
-                reqs[0].receipt = ReceiptMode::Mismatch(1);
-            }
-            if fault(ls, group, "duplicate_request_id").is_some() {
-                reqs[1].id = reqs[0].id.clone();
-                reqs[1].tier = reqs[0].tier;
-            }
-            if fault(ls, group, "extra_usage").is_some() {
-                let mut extra = reqs[0].clone();
-                extra.id = format!("{}-extra", extra.id);
-                extra.trace = false;
-                extra.decision = false;
-                reqs.push(extra);
-            }
-            if fault(ls, group, "untraced_usage").is_some() {
-                reqs[1].usage = false;
-            }
+    match w.decide(|s, now| {
+        crate::method::decide::case_start(
+            s,
+            crate::method::decide::CaseStart {
+                now_utc_ns: now,
+                ..cmd
+            },
+        )
+    }) {
+        Err(e) if refused_rule(&e).is_some() => {
+            log.refusals.push((
+                format!("case start {}/{group} {}", w.lineage, case.label()),
+                refused_rule(&e).unwrap_or_default().to_string(),
+            ));
+            // Sound observations, then the run goes on.
+            w.gates(group);
+            Ok(())
         }
-        for r in &reqs {
-            w.request(group, r);
-        }
-        // Default outcome: every fourth identity fails its verifier.
-        let reward = if low || i % 4 == 3 { "0" } else { "1" };
-        if pick("invalid_result").as_ref() == Some(case) {
-            w.result(group, case, None, Some("RuntimeError"));
-        } else if pick("crash_no_result").as_ref() == Some(case) {
-            let g = w.gref(group);
-            let c = case.clone();
-            let (p, h) = (
-                format!(
-                    "jobs/{}.listing",
-                    crate::schema::names::trial_name(&case.task, group, case)
-                ),
-                hex64("listing without result.json"),
-            );
-            w.decide(|s, _| {
-                crate::method::decide::case_invalidate(
-                    s,
-                    &g,
-                    &c,
-                    InvalidReason::ControllerCrash,
-                    p,
-                    h,
-                )
-            })?;
-        } else if let Some(kind) = ["skip_valid", "skip_invalid"]
-            .into_iter()
-            .find(|k| pick(k).as_ref() == Some(case))
-        {
-            w.refusal(
-                group,
-                case,
-                RefusalClass::ProviderPolicyRefusal,
-                &format!("403 original {}", case.task),
-            )?;
-            w.result(group, case, None, Some("ProviderPolicyRefusal"));
-            let r01 = CaseRef {
-                replacement: 1,
-                ..case.clone()
-            };
-            w.start(group, &r01, None)?;
-            for r in w.case_requests(group, &r01) {
-                w.request(group, &r);
-            }
-            let class = if kind == "skip_valid" {
-                RefusalClass::ProviderPolicyRefusal
-            } else {
-                RefusalClass::NetworkSecurityPolicyDenied
-            };
-            w.refusal(
-                group,
-                &r01,
-                class,
-                &format!("403 replacement {}", case.task),
-            )?;
-            w.result(group, &r01, None, Some("ProviderPolicyRefusal"));
-        } else {
-            w.result(group, case, Some(reward), None);
+        other => Err(Error::input(format!(
+            "expected a refusal of the unsound gates of {group}, got {other:?}"
+        ))),
+    }
+}
+
+/// The requests of one case, with the request faults of the group's first
+/// case applied.
+fn requests_of(w: &World, ls: &LineageSpec, group: &str, case: &CaseRef, first: bool) -> Vec<Req> {
+    if fault(ls, group, "no_requests").is_some() {
+        return Vec::new();
+    }
+    let mut reqs = w.case_requests(group, case);
+    if !first {
+        return reqs;
+    }
+    if fault(ls, group, "pending_receipt").is_some() {
+        reqs[0].receipt = ReceiptMode::Pending;
+    }
+    if fault(ls, group, "charge_mismatch").is_some() {
+        reqs[0].receipt = ReceiptMode::Mismatch(1);
+    }
+    if fault(ls, group, "no_authoritative_receipt").is_some() {
+        for r in &mut reqs {
+            r.receipt = ReceiptMode::None;
         }
     }
+    if fault(ls, group, "duplicate_request_id").is_some() {
+        reqs[1].id = reqs[0].id.clone();
+        reqs[1].tier = reqs[0].tier;
+    }
+    if fault(ls, group, "extra_usage").is_some() {
+        let mut extra = reqs[0].clone();
+        extra.id = format!("{}-extra", extra.id);
+        extra.trace = false;
+        extra.decision = false;
+        reqs.push(extra);
+    }
+    if fault(ls, group, "untraced_usage").is_some() {
+        reqs[1].usage = false;
+    }
+    reqs
+}
+
+/// The security-policy skip of `case` (CASE-6): the original and its
+/// replacement-01 each refused with 403 evidence; `valid` when both classes
+/// agree.
+fn skip_attempts(
+    w: &mut World,
+    ls: &LineageSpec,
+    group: &str,
+    case: &CaseRef,
+    valid: bool,
+) -> Result<()> {
+    w.refusal(
+        group,
+        case,
+        RefusalClass::ProviderPolicyRefusal,
+        &format!("403 original {}", case.task),
+    )?;
+    w.result(group, case, None, Some("ProviderPolicyRefusal"));
+    let r01 = CaseRef {
+        replacement: 1,
+        ..case.clone()
+    };
+    w.start(group, &r01, None)?;
+    for r in requests_of(w, ls, group, &r01, false) {
+        w.request(group, &r);
+    }
+    let class = if valid {
+        RefusalClass::ProviderPolicyRefusal
+    } else {
+        RefusalClass::NetworkSecurityPolicyDenied
+    };
+    w.refusal(
+        group,
+        &r01,
+        class,
+        &format!("403 replacement {}", case.task),
+    )?;
+    w.result(group, &r01, None, Some("ProviderPolicyRefusal"));
+    Ok(())
+}
+
+/// The end of one case: its result (or its invalidation, or its skip), with
+/// the result faults of the group.
+fn end_case(w: &mut World, ls: &LineageSpec, group: &str, ids: &[CaseRef], i: usize) -> Result<()> {
+    let case = &ids[i];
+    let pick = |kind: &str| picked(ls, group, ids, kind);
+    let low = fault(ls, group, "low_scores").is_some();
+    // Default outcome: every fourth identity fails its verifier.
+    let reward = if low || i % 4 == 3 { "0" } else { "1" };
+    if pick("invalid_result").as_ref() == Some(case) {
+        w.result(group, case, None, Some("RuntimeError"));
+    } else if pick("crash_no_result").as_ref() == Some(case) {
+        let g = w.gref(group);
+        let c = case.clone();
+        let (p, h) = (
+            format!(
+                "jobs/{}.listing",
+                crate::schema::names::trial_name(&case.task, group, case)
+            ),
+            hex64("listing without result.json"),
+        );
+        w.decide(|s, _| {
+            crate::method::decide::case_invalidate(s, &g, &c, InvalidReason::ControllerCrash, p, h)
+        })?;
+    } else if let Some(kind) = ["skip_valid", "skip_invalid"]
+        .into_iter()
+        .find(|k| pick(k).as_ref() == Some(case))
+    {
+        skip_attempts(w, ls, group, case, kind == "skip_valid")?;
+    } else {
+        let shape = ResultShape {
+            other_checksum: pick("checksum_mismatch").as_ref() == Some(case),
+            other_config: pick("other_config").as_ref() == Some(case),
+            early: pick("early_timestamps").as_ref() == Some(case),
+            other_reward_keys: pick("multi_key_reward").as_ref() == Some(case),
+        };
+        w.result_with(group, case, Some(reward), None, &shape);
+    }
+    Ok(())
+}
+
+/// BIND-1 retries, BIND-5 outcomes after a 429, BIND-8 leaks: evidence of
+/// the group's first case recorded after it.
+fn binding_evidence(w: &mut World, ls: &LineageSpec, group: &str, ids: &[CaseRef]) {
+    let name = crate::schema::names::trial_name(&ids[0].task, group, &ids[0]);
+    let gref = w.gref(group);
+    if fault(ls, group, "harbor_retries").is_some() {
+        w.push(vec![Event::HarborJobRecorded(HarborJobRecorded {
+            group: gref.clone(),
+            job_name: format!("{}-job", w.lineage),
+            path: format!("jobs/{}-job", w.lineage),
+            trial_names: vec![name.clone()],
+            config_blake3: Some(hex64("job config")),
+            config_max_retries: Some(1),
+            lock_blake3: Some(hex64("job lock")),
+            lock_max_retries: Some(1),
+            harbor_version: Some("0.25.0".into()),
+            result_blake3: Some(hex64("job result")),
+            n_retries: Some(1),
+        })]);
+    }
+    if fault(ls, group, "credential_leak").is_some() {
+        w.push(vec![Event::CredentialFound(CredentialFound {
+            group: gref,
+            file: format!("jobs/{name}/result.json"),
+            file_blake3: hex64("a result quoting a key"),
+            field: "exception_info.exception_message".into(),
+            shape: "openai_project_key".into(),
+            redacted: "<redacted: 95 bytes, 95 chars, looks like openai_project_key at byte 29>"
+                .into(),
+        })]);
+    }
+    if fault(ls, group, "outcome_after_429").is_some() {
+        w.outcome_after_429(group, &ids[0]);
+    }
+}
+
+/// Runs one opened group through its cases, close, cleanup and seal.
+/// Returns `false` when a case start was refused (logged) and the run stops.
+fn run_group(w: &mut World, ls: &LineageSpec, group: &str, log: &mut RunLog) -> Result<bool> {
+    let ids = crate::method::lineage::group_identities(w.lineage_state(), group);
+    unsound_gates(w, ls, group, &ids[0], log)?;
+    for (i, case) in ids.iter().enumerate() {
+        let config = (picked(ls, group, &ids, "config_mismatch").as_ref() == Some(case))
+            .then_some("a config other than the frozen rendering");
+        if !start_logged(w, group, case, config, log)? {
+            return Ok(false);
+        }
+        for r in &requests_of(w, ls, group, case, i == 0) {
+            w.request(group, r);
+        }
+        end_case(w, ls, group, &ids, i)?;
+    }
+    binding_evidence(w, ls, group, &ids);
     let peak = if fault(ls, group, "monitor_peak").is_some() {
         2
     } else {
@@ -1017,5 +1458,5 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str) -> Result<()> {
     if accepted && (group == "r1" || group == "r2") {
         w.feedback(group)?;
     }
-    Ok(())
+    Ok(true)
 }

@@ -32,8 +32,11 @@ fn hex64(tag: &str) -> String {
 pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::SignOffRole;
     let mut events = events_before_trust();
-    let Some((Event::ManifestFrozenV2(frozen), _)) = events.last() else {
-        unreachable!("the v2 manifest closes the older kinds")
+    let Some(frozen) = events.iter().rev().find_map(|(event, _)| match event {
+        Event::ManifestFrozenV2(frozen) => Some(frozen.clone()),
+        _ => None,
+    }) else {
+        unreachable!("the older kinds include the v2 manifest")
     };
     let alice = crate::testkit::examples::signer("alice");
     let signed = crate::method::trust::sign_manifest(
@@ -510,7 +513,94 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
             Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
         ),
         (Event::ManifestFrozenV2(frozen.clone()), None),
+        (
+            Event::TrialResultRecordedV2(trial_result_v2(&group, &case)),
+            None,
+        ),
+        (
+            Event::HarborJobRecorded(HarborJobRecorded {
+                group: group.clone(),
+                job_name: "short13-kimi-2026-11-control".into(),
+                path: "jobs/short13-kimi-2026-11-control".into(),
+                trial_names: vec!["fix-git__control-t1".into()],
+                config_blake3: Some(hex64("job-config")),
+                config_max_retries: Some(0),
+                lock_blake3: Some(hex64("job-lock")),
+                lock_max_retries: Some(0),
+                harbor_version: Some("0.25.0".into()),
+                result_blake3: Some(hex64("job-result")),
+                n_retries: Some(0),
+            }),
+            None,
+        ),
+        (
+            Event::CredentialFound(CredentialFound {
+                group,
+                file: "jobs/short13-kimi-2026-11-control/fix-git__control-t1/result.json".into(),
+                file_blake3: hex64("result"),
+                field: "exception_info.exception_message".into(),
+                shape: "openai_project_key".into(),
+                redacted: "openai_project_key (56 chars)".into(),
+            }),
+            None,
+        ),
     ]
+}
+
+/// The `trial_result_recorded.v2` example: the v1 example's fields with a
+/// content digest and one reward file (BIND-1, BIND-2).
+fn trial_result_v2(
+    group: &crate::schema::events::GroupRef,
+    case: &crate::schema::events::CaseRef,
+) -> crate::schema::events::TrialResultRecordedV2 {
+    use crate::schema::events::*;
+    TrialResultRecordedV2 {
+        group: group.clone(),
+        case: case.clone(),
+        trial_name: "fix-git__control-t1".into(),
+        attempt_id: "4f3c2b1a-0d9e-4c8b-9a7f-6e5d4c3b2a19".into(),
+        task_name: "fix-git".into(),
+        task_id: HarborTaskId {
+            git_url: Some("https://github.com/laude-institute/terminal-bench-2.git".into()),
+            git_commit_id: Some("69671fbaac6d67a7ef0dfec016cc38a64ef7a77c".into()),
+            path: Some("fix-git".into()),
+            org: None,
+            name: None,
+            git_ref: None,
+        },
+        source: Some("terminal-bench".into()),
+        task_checksum: hex64("task"),
+        agent: "terminus-2@2.0.0".into(),
+        model: Some("claude-sonnet-4-5".into()),
+        rewards: Some(
+            [("reward".to_string(), "1.0".to_string())]
+                .into_iter()
+                .collect(),
+        ),
+        exception_type: None,
+        exception_message_blake3: None,
+        started_at: Some("2026-03-01T12:00:05Z".into()),
+        finished_at: Some("2026-03-01T12:10:17Z".into()),
+        n_input_tokens: Some(48213),
+        n_cache_tokens: Some(30112),
+        n_output_tokens: Some(3921),
+        config_blake3: hex64("config"),
+        config_content_blake3: hex64("config-content"),
+        config_differences: vec![],
+        reward_files: vec![RewardFile {
+            path: "jobs/short13-kimi-2026-11-control/fix-git__control-t1/verifier/reward.txt"
+                .into(),
+            blake3: hex64("reward"),
+            rewards: Some(
+                [("reward".to_string(), "1.0".to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
+            problem: None,
+        }],
+        result_path: "jobs/short13-kimi-2026-11-control/fix-git__control-t1/result.json".into(),
+        result_blake3: hex64("result"),
+    }
 }
 
 fn record(seq: u64, event: &Event, key: Option<String>) -> Record {

@@ -27,9 +27,9 @@
 #   4. report --out RUN_DIR/report, verify, audit; the verdicts, the report
 #      path and the wall time. Exit 0 only if every group was accepted.
 #
-# Needs: benchledger (BENCHLEDGER_BIN, default $CARGO_TARGET_DIR or target,
-# debug/benchledger) and, for the AWS gate verbs, a `--features aws` build
-# (BENCHLEDGER_AWS_BIN, default BENCHLEDGER_BIN); bro (BENCHLEDGER_LIVE_BRO,
+# Needs: benchledger (BENCHLEDGER_BIN; unset, a `cargo build --features aws`
+# in $CARGO_TARGET_DIR or target is made when missing and serves every verb;
+# BENCHLEDGER_AWS_BIN may name another binary for the AWS gate verbs); bro (BENCHLEDGER_LIVE_BRO,
 # default target/live-tools/bin/bro, installed from the crate registry when
 # missing); tools/.venv-harbor, tools/.venv-moto, tools/.venv-live (made on
 # first use); root (the sandbox's chroot). Stdout/stderr: one line per stage,
@@ -49,6 +49,16 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--run-dir DIR] [--keep-up]" >&2; exit 2 ;;
   esac
 done
+# benchledger: BENCHLEDGER_BIN, else one default build with the `aws`
+# feature (made here when missing: ~20 min cold on 2 cores) serving every verb.
+if [[ -z "${BENCHLEDGER_BIN:-}" ]]; then
+  BL="${CARGO_TARGET_DIR:-$REPO/target}/debug/benchledger"
+  if [[ ! -x "$BL" ]] || ! grep -q -a -m1 servicequotas "$BL"; then
+    echo "live/lineage: building benchledger with the aws feature (cargo build --features aws)" >&2
+    nice -n 5 cargo build --features aws >&2 || { echo "live/lineage: the benchledger build failed" >&2; exit 1; }
+  fi
+  export BENCHLEDGER_AWS_BIN="${BENCHLEDGER_AWS_BIN:-$BL}"
+fi
 BL="${BENCHLEDGER_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/benchledger}"
 [[ -x "$BL" ]] || { echo "live/lineage: no benchledger at $BL (cargo build --no-default-features)" >&2; exit 1; }
 # The AWS gates (identity prove, quota check, check residue, cleanup audit:

@@ -137,14 +137,13 @@ pub fn resume(
 ) -> Result<Vec<ResumeRow>> {
     let l = state.lineage(lineage)?;
     manifest_group(l, group)?;
-    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
     let g = l.groups.get(group);
     Ok(group_identities(l, group)
         .into_iter()
         .map(|case| {
             let cs = g.and_then(|g| g.cases.get(&case));
             let name = crate::schema::names::trial_name(&case.task, group, &case);
-            let blocked = match cs.map_or(CaseStatus::NotStarted, |c| c.status(accepted)) {
+            let blocked = match crate::method::binding::case_status(l, group, &case) {
                 CaseStatus::NotStarted if harbor_trial_dirs.contains(&name) => Some(format!(
                     "a Harbor trial directory {name} exists: a missing result never means not started"
                 )),
@@ -163,13 +162,12 @@ pub fn resume(
 /// the original identity ended terminal-invalid without a valid TrialResult
 /// and has 403 evidence in one of the two skip classes.
 fn original_refused(l: &LineageState, group: &str, case: &CaseRef) -> Result<RefusalClass> {
-    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
     let original = CaseRef {
         replacement: 0,
         ..case.clone()
     };
     let c = l.groups.get(group).and_then(|g| g.cases.get(&original));
-    let status = c.map_or(CaseStatus::NotStarted, |c| c.status(accepted));
+    let status = crate::method::binding::case_status(l, group, &original);
     if status != CaseStatus::TerminalInvalid {
         return Err(refuse(Rule::Case6, format!("replacement-01 of {}/{} needs the original to have ended terminal_invalid; it is {status:?}", case.task, case.trial)));
     }
@@ -216,32 +214,54 @@ fn group_launches(l: &LineageState, cmd: &CaseStart, scored: bool) -> Result<()>
     Ok(())
 }
 
-/// The identity (CASE-8, CASE-6, CASE-2): of the manifest, an original or a
-/// permitted replacement-01, and never started before.
-fn identity_launches(l: &LineageState, cmd: &CaseStart) -> Result<()> {
-    if !in_manifest(l, &cmd.group, &cmd.case) {
+/// Whether `case` of `group` can ever start (LINEAGE-1, CASE-8, CASE-6): a
+/// targeted group, an identity of its frozen manifest, the original or a
+/// replacement-01 the frozen manifest permits, never a third attempt.
+fn identity_can_start(l: &LineageState, group: &str, case: &CaseRef) -> Result<()> {
+    manifest_group(l, group)?;
+    if !in_manifest(l, group, case) {
         return Err(refuse(
             Rule::Case8,
             format!(
-                "{}/{} is not a case identity of group {:?} in the frozen manifest",
-                cmd.case.task, cmd.case.trial, cmd.group
+                "{}/{} is not a case identity of group {group:?} in the frozen manifest",
+                case.task, case.trial
             ),
         ));
     }
-    match cmd.case.replacement {
-        0 => {}
-        1 => {
-            if !l.frozen.manifest.public.method.security_skip_enabled {
-                return Err(refuse(Rule::Case6, "the frozen manifest does not enable the security-policy skip, so no replacement-01"));
-            }
-            original_refused(l, &cmd.group, &cmd.case)?;
-        }
-        n => {
-            return Err(refuse(
-                Rule::Case6,
-                format!("there is never a third attempt: replacement-{n:02} is refused"),
-            ));
-        }
+    match case.replacement {
+        0 => Ok(()),
+        1 if l.frozen.manifest.public.method.security_skip_enabled => Ok(()),
+        1 => Err(refuse(
+            Rule::Case6,
+            "the frozen manifest does not enable the security-policy skip, so no replacement-01",
+        )),
+        n => Err(refuse(
+            Rule::Case6,
+            format!("there is never a third attempt: replacement-{n:02} is refused"),
+        )),
+    }
+}
+
+/// `case render-config`: a config is rendered only for an identity that can
+/// ever start (LINEAGE-1, CASE-8, CASE-6), in a lineage that was not
+/// stopped (VERDICT-3).
+pub fn render_identity(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    case: &CaseRef,
+) -> Result<()> {
+    let l = state.lineage(lineage)?;
+    not_stopped(l)?;
+    identity_can_start(l, group, case)
+}
+
+/// The identity (CASE-8, CASE-6, CASE-2): of the manifest, an original or a
+/// permitted replacement-01, and never started before.
+fn identity_launches(l: &LineageState, cmd: &CaseStart) -> Result<()> {
+    identity_can_start(l, &cmd.group, &cmd.case)?;
+    if cmd.case.replacement == 1 {
+        original_refused(l, &cmd.group, &cmd.case)?;
     }
     if let Some((at, _)) = l
         .groups
@@ -261,8 +281,9 @@ fn identity_launches(l: &LineageState, cmd: &CaseStart) -> Result<()> {
 }
 
 /// Gates, fresh before now (GATE-1..3, GATE-6, GATE-7): every required
-/// observation passed within the frozen freshness window. Returns their
-/// seqs, sorted and distinct.
+/// observation passed within the frozen freshness window, and its recorded
+/// numbers earn the pass (BIND-6; a validation by the frozen validator,
+/// BIND-7). Returns their seqs, sorted and distinct.
 fn fresh_gate_seqs(l: &LineageState, cmd: &CaseStart) -> Result<Vec<u64>> {
     let freshness_sec = l.frozen.manifest.public.limits.gate_freshness_sec;
     let window_ns = freshness_sec.saturating_mul(1_000_000_000);
@@ -274,6 +295,15 @@ fn fresh_gate_seqs(l: &LineageState, cmd: &CaseStart) -> Result<Vec<u64>> {
         };
         if o.status != Status::Pass {
             return Err(refuse(rule, format!("{what} failed at seq {}", o.at.seq)));
+        }
+        if let Some(r) = &o.refuted {
+            return Err(refuse(
+                r.rule,
+                format!(
+                    "{what} at seq {} says pass ({rule}), but it counts from its facts: {}",
+                    o.at.seq, r.why
+                ),
+            ));
         }
         if o.at.utc_ns > cmd.now_utc_ns || cmd.now_utc_ns - o.at.utc_ns > window_ns {
             return Err(refuse(

@@ -12,10 +12,13 @@ use crate::schema::events::{
 };
 use crate::schema::rule::Rule;
 
-/// The group evidence binds to: a group of a frozen lineage's target list
-/// (LINEAGE-1) that is not sealed (VERDICT-4: after the seal no evidence for
-/// the group is accepted).
-pub fn evidence_group(state: &State, lineage: Option<&str>, group: &str) -> Result<GroupRef> {
+/// A group of a frozen lineage's target list (LINEAGE-1) that is not
+/// sealed (VERDICT-4: after the seal no evidence for the group is accepted).
+pub(super) fn unsealed_group(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+) -> Result<GroupRef> {
     let l = state.lineage(lineage)?;
     manifest_group(l, group)?;
     if let Some((at, s)) = l.groups.get(group).and_then(|g| g.sealed.as_ref()) {
@@ -28,6 +31,30 @@ pub fn evidence_group(state: &State, lineage: Option<&str>, group: &str) -> Resu
         lineage: l.frozen.lineage.clone(),
         group: group.to_string(),
     })
+}
+
+/// The group evidence binds to: a group of a frozen lineage's target list
+/// (LINEAGE-1) that is not sealed (VERDICT-4) and whose daemon start is
+/// recorded (GATE-4): evidence of a group that never ran its daemon, e.g.
+/// after the lineage stopped before it, belongs to no launch.
+pub fn evidence_group(state: &State, lineage: Option<&str>, group: &str) -> Result<GroupRef> {
+    let g = unsealed_group(state, lineage, group)?;
+    let l = state.lineage(Some(&g.lineage))?;
+    if l.groups.get(group).is_none_or(|x| x.opened.is_none()) {
+        let stopped = l.stopped.as_ref().map_or(String::new(), |(at, s)| {
+            format!(
+                "; the lineage was stopped at seq {} ({}), so it never will",
+                at.seq, s.rule
+            )
+        });
+        return Err(refuse(
+            Rule::Gate4,
+            format!(
+                "group {group:?} has no recorded daemon start (`group open`): evidence binds only to a group whose daemon ran{stopped}"
+            ),
+        ));
+    }
+    Ok(g)
 }
 
 /// A Harbor TrialResult binds to a case of the group that was started

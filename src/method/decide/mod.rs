@@ -15,7 +15,7 @@ mod group;
 mod lineage;
 mod seal;
 
-pub use case::{case_start, resume, CaseStart, ResumeRow};
+pub use case::{case_start, render_identity, resume, CaseStart, ResumeRow};
 pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_result_case};
 pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};

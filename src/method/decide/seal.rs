@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::log::tlog::{sign_note, Checkpoint, SignerKey};
-use crate::method::decide::evidence::evidence_group;
+use crate::method::decide::evidence::unsealed_group;
 use crate::method::decide::{manifest_group, refuse};
 use crate::method::projections::{At, CaseStatus, GroupState, LineageState, State};
 use crate::method::verdict::{self, SettlementState, Verdict, VerdictStatus};
@@ -141,7 +141,7 @@ pub fn seal(
 ) -> Result<Vec<Event>> {
     let l = state.lineage(lineage)?;
     manifest_group(l, group)?;
-    let gref = evidence_group(state, Some(&l.frozen.lineage), group)?;
+    let gref = unsealed_group(state, Some(&l.frozen.lineage), group)?;
     let closed = ready_to_seal(l, group)?;
     settlement_grace_over(l, &closed, now_utc_ns)?;
     let v = verdict::group_verdict(state, l, group);

@@ -305,14 +305,40 @@ mod lifecycle {
         })
     }
 
+    /// GATE-2's frozen requirement (BIND-6 re-derives it): concurrency x
+    /// sandbox vCPU + headroom.
+    fn required_vcpu() -> u64 {
+        let m = example().manifest.public;
+        u64::from(m.limits.concurrency) * m.sandbox.vcpu + m.aws.quota_headroom_vcpu
+    }
+
+    /// A check with the numbers that earn its status (BIND-6, BIND-7).
     fn check(kind: CheckKind, group: Option<&str>, target: &str, status: Status) -> Event {
+        let mut details = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            details.insert(k.to_string(), v);
+        };
+        match kind {
+            CheckKind::Residue => put("sandbox_count", "0".into()),
+            CheckKind::DaemonHealth | CheckKind::ProviderSentinel => {
+                put("http_status", "200".into());
+            }
+            CheckKind::ConfigValidated => {
+                if let Event::ManifestFrozenV2(f) = frozen_event() {
+                    let v = f.plan.binding.validator;
+                    put("program_blake3", v.program_blake3);
+                }
+                put("exit_code", "0".into());
+            }
+            _ => {}
+        }
         Event::CheckRecorded(CheckRecorded {
             lineage: L.into(),
             group: group.map(Into::into),
             check: kind,
             target: target.into(),
             status,
-            details: BTreeMap::new(),
+            details,
         })
     }
 
@@ -325,8 +351,8 @@ mod lifecycle {
                 region: "us-east-1".into(),
                 endpoint_override: None,
                 ambient_variables_ignored: vec![],
-                account: None,
-                principal: None,
+                account: Some(example().manifest.private.account),
+                principal: Some(example().manifest.private.principal_arn),
                 status: Status::Pass,
                 error: None,
             }),
@@ -337,7 +363,7 @@ mod lifecycle {
                 quota_vcpu: 64,
                 used_vcpu: 0,
                 available_vcpu: 64,
-                required_vcpu: 6,
+                required_vcpu: required_vcpu(),
                 status: Status::Pass,
                 error: None,
             }),
@@ -379,18 +405,46 @@ mod lifecycle {
         })
     }
 
+    /// The frozen rendering of a case's TrialConfig: its BLAKE3 and its
+    /// content digest (BIND-1 compares a result's embedded config with it).
+    fn rendered(group: &str, c: &CaseRef) -> (String, String) {
+        let m = example().manifest.public;
+        let r = crate::method::trial_config::render(&m, group, c).unwrap();
+        let content = crate::schema::trial_content::content_blake3(&r.config);
+        (r.blake3, content)
+    }
+
+    /// A result that binds to its launch (BIND-1): the frozen task checksum,
+    /// the launched config's content, timestamps inside the launch window.
+    fn result(group: &str, c: CaseRef, reward: Option<&str>, exception: Option<&str>) -> Event {
+        let Event::TrialResultRecorded(v1) = result_v1(group, c.clone(), reward, exception) else {
+            unreachable!()
+        };
+        let mut r = v1.to_v2();
+        let m = example().manifest.public;
+        r.task_checksum = crate::method::binding::frozen_task_checksum(&m, group, &c.task)
+            .unwrap()
+            .into();
+        r.config_content_blake3 = rendered(group, &c).1;
+        r.started_at = Some("1970-01-01T00:00:00Z".into());
+        r.finished_at = Some("1970-01-01T00:00:00Z".into());
+        Event::TrialResultRecordedV2(r)
+    }
+
     fn started(group: &str, c: CaseRef) -> Event {
+        let trial_config_blake3 = rendered(group, &c).0;
         Event::CaseStarted(CaseStarted {
             group: gref(group),
             case: c,
             trial_name: "t".into(),
-            trial_config_blake3: CFG.into(),
+            trial_config_blake3,
             gate_seqs: vec![],
             command: vec![],
         })
     }
 
-    fn result(group: &str, c: CaseRef, reward: Option<&str>, exception: Option<&str>) -> Event {
+    /// A `trial_result_recorded.v1` as ingest wrote it before BIND-1.
+    fn result_v1(group: &str, c: CaseRef, reward: Option<&str>, exception: Option<&str>) -> Event {
         Event::TrialResultRecorded(TrialResultRecorded {
             group: gref(group),
             case: c,
@@ -464,6 +518,29 @@ mod lifecycle {
     fn start(events: &[Event], group: &str, c: CaseRef) -> Result<Vec<Event>> {
         let now = events.len() as u64 + 1;
         case_start(&given(events), start_cmd(group, c, now))
+    }
+
+    #[test]
+    fn case_start_rejudges_a_quota_pass_from_its_numbers_bind_6() {
+        // rule BIND-6 (issue 16 item 9): a quota observation recorded as
+        // pass with 11 vCPUs required and available, when the frozen GATE-2
+        // formula needs 12, does not count at case start.
+        let c = case("fix-git", "t1", 0);
+        let mut e = control_ready();
+        assert!(start(&e, "control", c.clone()).is_ok());
+        let short = required_vcpu() - 1;
+        e.push(Event::QuotaChecked(QuotaChecked {
+            lineage: L.into(),
+            region: "us-east-1".into(),
+            quota_code: "L-1216C47A".into(),
+            quota_vcpu: short,
+            used_vcpu: 0,
+            available_vcpu: short,
+            required_vcpu: short,
+            status: Status::Pass,
+            error: None,
+        }));
+        assert_eq!(rule(start(&e, "control", c)), "BIND-6");
     }
 
     #[test]

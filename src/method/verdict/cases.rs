@@ -7,9 +7,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::method::binding::{judge, Mismatch, MismatchKind};
 use crate::method::projections::{CaseStatus, GroupState, LineageState};
 use crate::method::verdict::skip::{skip_check, Skip};
-use crate::schema::events::{CaseRef, TrialResultRecorded};
+use crate::schema::events::CaseRef;
 use crate::schema::money::Dec;
 
 /// One case identity in the verdict.
@@ -19,7 +20,8 @@ pub struct CaseLine {
     pub case: CaseRef,
     /// Its state.
     pub status: CaseStatus,
-    /// Its reward (`rewards.reward`, or the only reward), if a result has one.
+    /// Its reward: the number under the frozen reward key, when it binds
+    /// (BIND-2).
     pub reward: Option<String>,
     /// Seq of its start.
     pub started_seq: Option<u64>,
@@ -27,14 +29,9 @@ pub struct CaseLine {
     pub starts: usize,
     /// How many TrialResults it has.
     pub results: usize,
-}
-
-/// The reward of a result: the `reward` key, or the only key.
-pub fn reward_of(r: &TrialResultRecorded) -> Option<String> {
-    let m = r.rewards.as_ref()?;
-    m.get("reward")
-        .or_else(|| (m.len() == 1).then(|| m.values().next()).flatten())
-        .cloned()
+    /// Why it is terminal_invalid (an exception, no reward, a BIND-1
+    /// mismatch named), empty otherwise.
+    pub why_invalid: Vec<String>,
 }
 
 /// The cases of a group, tallied once for the case rows and the verdict.
@@ -58,6 +55,10 @@ pub(super) struct CaseTally {
     pub invalid: Vec<String>,
     /// Cases with more than one TrialResult.
     pub multi_results: Vec<String>,
+    /// BIND-1 mismatches that fail the `manifest` row: `label: detail`.
+    pub manifest_mismatches: Vec<String>,
+    /// BIND-1 mismatches that fail the `trial result` row (the window).
+    pub window_mismatches: Vec<String>,
     /// Original identities terminal_valid with reward 1.
     pub passed: u64,
     /// Original identities terminal_valid.
@@ -74,10 +75,15 @@ fn is_pass(reward: Option<&str>) -> bool {
 impl CaseTally {
     /// Tallies the cases of `group_state` against the group's manifest
     /// `identities`.
-    pub fn of(l: &LineageState, group_state: &GroupState, identities: &[CaseRef]) -> Self {
+    pub fn of(
+        l: &LineageState,
+        group: &str,
+        group_state: &GroupState,
+        identities: &[CaseRef],
+    ) -> Self {
         let mut tally = CaseTally::default();
         for id in identities {
-            match skip_check(l, group_state, id) {
+            match skip_check(l, group, group_state, id) {
                 Some(Ok(skip)) => tally.skips.push(skip),
                 Some(Err(why)) => tally.bad_skips.push(format!("{}: {why}", id.label())),
                 None => {}
@@ -105,9 +111,8 @@ impl CaseTally {
                 .map(|(k, _)| k.clone()),
         );
         let manifest_ids: BTreeSet<&CaseRef> = identities.iter().collect();
-        let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
         for case in &all {
-            tally.add(group_state, accepted, case, &manifest_ids, &skipped);
+            tally.add(l, group, group_state, case, &manifest_ids, &skipped);
         }
         tally.valid = tally
             .lines
@@ -120,17 +125,26 @@ impl CaseTally {
     /// Adds one case: its line, and its label to every list it belongs to.
     fn add(
         &mut self,
+        l: &LineageState,
+        group: &str,
         group_state: &GroupState,
-        accepted_exceptions: &[String],
         case: &CaseRef,
         manifest_ids: &BTreeSet<&CaseRef>,
         skipped: &BTreeSet<CaseRef>,
     ) {
         let state = group_state.cases.get(case);
-        let status = state.map_or(CaseStatus::NotStarted, |c| c.status(accepted_exceptions));
-        let reward = state
-            .and_then(|c| c.result.as_ref())
-            .and_then(|(_, r)| reward_of(r));
+        let judged = judge(l, group, case);
+        let status = judged.status;
+        let reward = judged.reward.clone();
+        for Mismatch { kind, detail } in &judged.mismatches {
+            let line = format!("{}: {detail}", case.label());
+            match kind {
+                // The manifest row names the job's retries once, by job.
+                MismatchKind::Retries => {}
+                MismatchKind::Window => self.window_mismatches.push(line),
+                _ => self.manifest_mismatches.push(line),
+            }
+        }
         let starts = state.map_or(0, |c| c.start_seqs.len());
         let results = state.map_or(0, |c| c.result_seqs.len());
         let original = CaseRef {
@@ -153,7 +167,11 @@ impl CaseTally {
             CaseStatus::NotStarted => {}
             CaseStatus::Started => self.not_terminal.push(case.label()),
             CaseStatus::TerminalInvalid if !skipped.contains(case) => {
-                self.invalid.push(case.label())
+                let why = judged
+                    .why_invalid
+                    .first()
+                    .map_or(String::new(), |w| format!(" ({w})"));
+                self.invalid.push(format!("{}{why}", case.label()))
             }
             CaseStatus::TerminalInvalid => {}
             CaseStatus::TerminalValid => {
@@ -169,6 +187,7 @@ impl CaseTally {
             started_seq: state.and_then(|c| c.started.as_ref()).map(|(at, _)| at.seq),
             starts,
             results,
+            why_invalid: judged.why_invalid,
         });
     }
 }

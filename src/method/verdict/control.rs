@@ -15,14 +15,13 @@ pub fn control_artifact_blake3(l: &LineageState, group: &str) -> String {
     let m = &l.frozen.manifest.public;
     let empty = GroupState::default();
     let g = l.groups.get(group).unwrap_or(&empty);
-    let accepted = &m.harbor.accepted_exceptions;
     let cases: Vec<serde_json::Value> = g
         .cases
         .iter()
         .map(|(k, c)| {
             serde_json::json!({
                 "case": k,
-                "status": c.status(accepted),
+                "status": crate::method::binding::case_status(l, group, k),
                 "result_blake3": c.result.as_ref().map(|(_, r)| r.result_blake3.clone()),
             })
         })

@@ -21,15 +21,9 @@ pub struct Intersection {
 /// The status of case `id` of `group` in lineage `lineage`; `not_started`
 /// when the lineage or group is not in the ledger.
 fn case_status(lineage: Option<&LineageState>, group: &str, id: &CaseRef) -> CaseStatus {
-    lineage
-        .and_then(|l| {
-            let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
-            l.groups
-                .get(group)
-                .and_then(|g| g.cases.get(id))
-                .map(|c| c.status(accepted))
-        })
-        .unwrap_or(CaseStatus::NotStarted)
+    lineage.map_or(CaseStatus::NotStarted, |l| {
+        crate::method::binding::case_status(l, group, id)
+    })
 }
 
 /// Computes the intersection of `round` (in `l`) with the control it

@@ -10,6 +10,7 @@
 //! - `cleanup`: the cleanup audit and monitor peak (CLEAN).
 //! - `skip`: the security-policy skip (CASE-6).
 //! - `cases`: every case identity and the case rows' lists.
+//! - `planes`: the reliability and semantic planes (PLANE-1, BIND-5).
 //! - `rows`: one function per gate row, over a shared context.
 //! - `lineage_view`, `control`, `intersection`: the lineage's progress, the
 //!   control artifact and catalog, a round's intersection with its control.
@@ -20,6 +21,7 @@ mod control;
 mod intersection;
 mod joins;
 mod lineage_view;
+mod planes;
 mod rows;
 mod settlement;
 mod skip;
@@ -27,12 +29,15 @@ mod skip;
 use serde::Serialize;
 
 pub use crate::schema::verdict::{VerdictRow, VerdictStatus};
-pub use cases::{reward_of, CaseLine};
+pub use cases::CaseLine;
 pub use cleanup::{cleanup, Cleanup};
 pub use control::{control_artifact_blake3, control_catalog, CatalogEntry};
 pub use intersection::{intersection, Intersection};
 pub use joins::{ingress_commitment, joins, DecisionKey, Joins, INGRESS_COMMITMENT_TAG};
 pub use lineage_view::{lineage_view, GroupLine, LineageView};
+pub use planes::{
+    classify, planes, PlaneKey, Planes, ReliabilityLine, SemanticLine, TraceOutcome, Withheld,
+};
 pub use settlement::{
     request_rates, settle_request, settlement, RequestSettlement, Series, Settlement,
     SettlementState,
@@ -89,6 +94,8 @@ pub struct Verdict {
     pub joins: Joins,
     /// Cleanup.
     pub cleanup: Cleanup,
+    /// The reliability and semantic planes (PLANE-1, BIND-5).
+    pub planes: Planes,
     /// The projection version that computed it.
     pub projection_version: u32,
 }
@@ -117,10 +124,11 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
     let empty = GroupState::default();
     let group_state = l.groups.get(group).unwrap_or(&empty);
     let identities = group_identities(l, group);
-    let cases = cases::CaseTally::of(l, group_state, &identities);
+    let cases = cases::CaseTally::of(l, group, group_state, &identities);
     let joins = joins(manifest, group, group_state);
     let settlement = settlement(manifest, group_state);
     let cleanup = cleanup(l, group_state);
+    let planes = planes(manifest, group_state, &joins, &settlement);
     let context = rows::RowContext {
         state,
         lineage: l,
@@ -132,6 +140,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         joins: &joins,
         settlement: &settlement,
         cleanup: &cleanup,
+        planes: &planes,
     };
     let rows: Vec<GateRow> = rows::ALL.iter().map(|row| row(&context)).collect();
     // Paired with the row table: exactly its rows, in its order.
@@ -155,6 +164,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         settlement,
         joins,
         cleanup,
+        planes,
         projection_version: crate::method::projections::PROJECTION_VERSION,
     }
 }

@@ -3,16 +3,19 @@
 //! [`RowContext`] and returns its row: whether it holds and the evidence
 //! behind it (seqs, ids, counts; at most [`super::EVIDENCE_IDS_MAX`] ids).
 
+use crate::method::binding::job_retries;
 use crate::method::projections::{GroupState, LineageState, State};
 use crate::method::verdict::cases::CaseTally;
 use crate::method::verdict::cleanup::Cleanup;
 use crate::method::verdict::joins::Joins;
-use crate::method::verdict::settlement::{lineage_spend, Settlement};
+use crate::method::verdict::planes::Planes;
+use crate::method::verdict::settlement::{lineage_spend, Settlement, SettlementState};
 use crate::method::verdict::{name_some, names_model, tier_name};
 use crate::schema::events::GroupRef;
 use crate::schema::events::{CaseRef, GateRow};
 use crate::schema::manifest::{is_non_evaluation, ManifestFile, Tier};
 use crate::schema::money::Dec;
+use crate::schema::rule::Rule;
 use crate::schema::verdict::VerdictRow;
 
 /// What every row reads: the replayed state, the group, and the projections
@@ -38,6 +41,13 @@ pub(super) struct RowContext<'a> {
     pub settlement: &'a Settlement,
     /// Its cleanup evidence.
     pub cleanup: &'a Cleanup,
+    /// Its reliability and semantic planes.
+    pub planes: &'a Planes,
+}
+
+/// True for a canary group (GATE-5, BIND-4).
+fn is_canary(group: &str) -> bool {
+    group == "canary" || group.starts_with("canary-")
 }
 
 /// A row function.
@@ -125,12 +135,48 @@ fn manifest(ctx: &RowContext<'_>) -> GateRow {
             Err(e) => bad.push(format!("{}: {e}", case.label())),
         }
     }
+    bad.extend(job_problems(ctx));
+    bad.extend(
+        ctx.cases
+            .manifest_mismatches
+            .iter()
+            .map(|m| format!("{} {m}", Rule::Bind1)),
+    );
     let text = if bad.is_empty() {
         format!("daemon start and {launched} TrialConfigs equal the frozen manifest")
     } else {
         name_some(&bad)
     };
     row(VerdictRow::Manifest, bad.is_empty(), text)
+}
+
+/// The Harbor jobs of the group against the frozen manifest: retries stay 0
+/// (CASE-5, BIND-1) and the lock's Harbor version is the frozen one (BIND-7).
+fn job_problems(ctx: &RowContext<'_>) -> Vec<String> {
+    let frozen = &ctx.manifest.software.harbor_version;
+    let mut bad = Vec::new();
+    for (at, j) in &ctx.group_state.jobs {
+        let retries = job_retries(j);
+        if !retries.is_empty() {
+            bad.push(format!(
+                "{} job {} (seq {}) shows Harbor retries, which must stay 0 ({}): {}",
+                Rule::Bind1,
+                j.job_name,
+                at.seq,
+                Rule::Case5,
+                retries.join(", ")
+            ));
+        }
+        if let Some(v) = j.harbor_version.as_ref().filter(|v| *v != frozen) {
+            bad.push(format!(
+                "{} job {} (seq {}) ran Harbor {v}, the lineage froze Harbor {frozen}",
+                Rule::Bind7,
+                j.job_name,
+                at.seq
+            ));
+        }
+    }
+    bad
 }
 
 /// secrets: no credential anywhere in the group's evidence (the fold's
@@ -146,11 +192,22 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
         .get(&key)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    let text = if !found.is_empty() {
-        let named: Vec<String> = found
-            .iter()
-            .map(|f| format!("seq {} {} ({})", f.seq, f.field, f.shape))
-            .collect();
+    let mut named: Vec<String> = found
+        .iter()
+        .map(|f| format!("seq {} {} ({})", f.seq, f.field, f.shape))
+        .collect();
+    named.extend(ctx.group_state.leaks.iter().map(|(at, f)| {
+        format!(
+            "{} seq {}: {} field {} quotes a {} ({})",
+            Rule::Bind8,
+            at.seq,
+            f.file,
+            f.field,
+            f.shape,
+            f.redacted
+        )
+    }));
+    let text = if !named.is_empty() {
         name_some(&named)
     } else if ctx.state.scan_secrets {
         "no credential shape in the group's evidence".to_string()
@@ -159,7 +216,7 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
     };
     row(
         VerdictRow::Secrets,
-        found.is_empty() && ctx.state.scan_secrets,
+        named.is_empty() && ctx.state.scan_secrets,
         text,
     )
 }
@@ -192,26 +249,37 @@ fn attempts(ctx: &RowContext<'_>) -> GateRow {
     row_of_problems(VerdictRow::Attempts, bad, ok_text)
 }
 
-/// trial result: no case has more than one TrialResult.
+/// trial result: no case has more than one TrialResult, every result lies
+/// in its launch window (BIND-1), and a canary has a terminal_valid case
+/// (BIND-4).
 fn trial_result(ctx: &RowContext<'_>) -> GateRow {
     let cases = ctx.cases;
-    let text = if cases.multi_results.is_empty() {
-        format!(
-            "{} accepted cases with exactly one TrialResult; none valid for {} skips",
-            cases.valid,
-            cases.skips.len()
-        )
-    } else {
-        format!(
+    let mut bad = Vec::new();
+    if !cases.multi_results.is_empty() {
+        bad.push(format!(
             "more than one TrialResult: {}",
             name_some(&cases.multi_results)
-        )
-    };
-    row(
-        VerdictRow::TrialResult,
-        cases.multi_results.is_empty(),
-        text,
-    )
+        ));
+    }
+    if !cases.window_mismatches.is_empty() {
+        bad.push(format!(
+            "{} outside the launch window: {}",
+            Rule::Bind1,
+            name_some(&cases.window_mismatches)
+        ));
+    }
+    if is_canary(ctx.group) && cases.valid == 0 {
+        bad.push(format!(
+            "{}: a canary proves the path only with a terminal_valid case (a complete TrialResult and reward); it has none",
+            Rule::Bind4
+        ));
+    }
+    let ok_text = format!(
+        "{} accepted cases with exactly one TrialResult; none valid for {} skips",
+        cases.valid,
+        cases.skips.len()
+    );
+    row_of_problems(VerdictRow::TrialResult, bad, ok_text)
 }
 
 /// runtime: every non-skipped started case is terminal_valid, and every
@@ -270,6 +338,7 @@ fn requests(ctx: &RowContext<'_>) -> GateRow {
             j.extra_outcomes.len()
         ));
     }
+    bad.extend(empty_or_unproven_requests(ctx));
     if !j.weak_attribution.is_empty() {
         bad.push(format!(
             "weak attribution (JOIN-4) at seqs {}",
@@ -291,6 +360,41 @@ fn requests(ctx: &RowContext<'_>) -> GateRow {
         j.traces
     );
     row_of_problems(VerdictRow::Requests, bad, ok_text)
+}
+
+/// BIND-4: started cases with no request at all (an empty set is not
+/// agreement), and a canary without one request traced, decided, settled
+/// `computed` from an authoritative charge and joined by request id.
+fn empty_or_unproven_requests(ctx: &RowContext<'_>) -> Option<String> {
+    let g = ctx.group_state;
+    let started = g.cases.values().filter(|c| c.started.is_some()).count();
+    if ctx.joins.traces == 0 && started > 0 {
+        return Some(format!(
+            "{}: no request recorded for {started} started cases; an empty set is not agreement",
+            Rule::Bind4
+        ));
+    }
+    if !is_canary(ctx.group) {
+        return None;
+    }
+    let j = ctx.joins;
+    let proven = ctx.settlement.requests.iter().any(|s| {
+        let r = g.requests.get(s.request_id.as_str());
+        let decided = !j.decisions_required
+            || j.decision_of
+                .get(&s.request_id)
+                .is_some_and(|d| d.len() == 1);
+        r.is_some_and(|r| r.traces.len() == 1 && r.usage.len() == 1)
+            && decided
+            && s.state == SettlementState::Computed
+            && s.receipt_micro_usd.is_some()
+    });
+    (!proven).then(|| {
+        format!(
+            "{}: a canary proves the path only with a request traced, decided, settled computed from an authoritative charge and joined by request id; it has none",
+            Rule::Bind4
+        )
+    })
 }
 
 /// decisions: one decision per request, when the group's schema emits
@@ -378,6 +482,14 @@ fn reward_join(ctx: &RowContext<'_>) -> GateRow {
         bad.push(format!(
             "task outcomes matching no case: {}",
             name_some(&j.unmatched_task_outcomes)
+        ));
+    }
+    if !ctx.planes.outcomes_on_incomplete.is_empty() {
+        bad.push(format!(
+            "{}, {}: outcomes joined to requests that did not complete carry no semantic credit: {}",
+            Rule::Bind5,
+            Rule::Plane1,
+            name_some(&ctx.planes.outcomes_on_incomplete)
         ));
     }
     let ok_text = format!(

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::method::binding::case_status;
 use crate::method::projections::{CaseState, CaseStatus, GroupState, LineageState};
 use crate::schema::events::{CaseRef, RefusalClass};
 
@@ -31,6 +32,7 @@ fn forbidden_evidence(c: &CaseState) -> Option<(RefusalClass, String)> {
 /// not one.
 pub(super) fn skip_check(
     l: &LineageState,
+    group: &str,
     g: &GroupState,
     original: &CaseRef,
 ) -> Option<Result<Skip, String>> {
@@ -39,16 +41,15 @@ pub(super) fn skip_check(
         ..original.clone()
     };
     let replacement_case = g.cases.get(&replacement).filter(|c| c.started.is_some())?;
-    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
     let Some(original_case) = g.cases.get(original) else {
         return Some(Err("replacement-01 without a recorded original".into()));
     };
     if !l.frozen.manifest.public.method.security_skip_enabled {
         return Some(Err("the frozen manifest does not enable the skip".into()));
     }
-    for (who, c) in [
-        ("original", original_case),
-        ("replacement-01", replacement_case),
+    for (who, id, c) in [
+        ("original", original, original_case),
+        ("replacement-01", &replacement, replacement_case),
     ] {
         if c.start_seqs.len() != 1 {
             return Some(Err(format!(
@@ -56,11 +57,9 @@ pub(super) fn skip_check(
                 c.start_seqs.len()
             )));
         }
-        if c.status(accepted) != CaseStatus::TerminalInvalid {
-            return Some(Err(format!(
-                "{who} is {:?}, not terminal_invalid",
-                c.status(accepted)
-            )));
+        let status = case_status(l, group, id);
+        if status != CaseStatus::TerminalInvalid {
+            return Some(Err(format!("{who} is {status:?}, not terminal_invalid")));
         }
     }
     let (

@@ -76,6 +76,7 @@ fn trace(date: &str) -> TraceObs {
         http_status: 200,
         status: TraceStatus::Completed,
         captured_at: format!("{date}T10:00:00Z").into(),
+        protocol: crate::schema::events::Protocol::Messages,
     }
 }
 
