@@ -66,7 +66,8 @@ pub fn stored(n: usize, batch: usize) -> Vec<Stored> {
             idempotency_key: d.idempotency_key.clone(),
             payload: encode_payload(&d.event).expect("payload"),
         }
-        .encode();
+        .encode()
+        .expect("bench records are within the limit");
         let s = Sealed::new(prev, seq, bytes);
         prev = s.hash;
         out.push(Stored {
