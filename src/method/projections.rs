@@ -345,6 +345,27 @@ pub struct Gates {
     pub checks: BTreeMap<CheckKey, Observation>,
 }
 
+impl Gates {
+    /// The latest observation of `kind`, for `group` and `target` where
+    /// given (any where not): what `case start` and `run` look up.
+    pub fn latest_check(
+        &self,
+        kind: CheckKind,
+        group: Option<&str>,
+        target: Option<&str>,
+    ) -> Option<&Observation> {
+        self.checks
+            .iter()
+            .filter(|(key, _)| {
+                key.kind == kind
+                    && group.is_none_or(|want| key.group.as_deref() == Some(want))
+                    && target.is_none_or(|want| key.target == want)
+            })
+            .map(|(_, observation)| observation)
+            .max_by_key(|observation| observation.at.seq)
+    }
+}
+
 /// One lineage as the log has it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LineageState {

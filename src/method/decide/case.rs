@@ -1,7 +1,6 @@
 //! `case start` and `resume` (GATE-1..9, CASE-2, CASE-4, CASE-6..9,
 //! FREEZE-7): whether one case identity may launch now.
 
-use crate::method::projections::CheckKey;
 use std::collections::BTreeSet;
 
 use crate::error::Result;
@@ -53,25 +52,7 @@ fn required_gates<'a>(
     config_blake3: &str,
 ) -> Vec<RequiredGate<'a>> {
     let latest = |kind: CheckKind, group: Option<&str>, target: Option<&str>| {
-        l.gates
-            .checks
-            .iter()
-            .filter(
-                |(
-                    CheckKey {
-                        kind: k,
-                        group: g,
-                        target: t,
-                    },
-                    _,
-                )| {
-                    *k == kind
-                        && group.is_none_or(|w| g.as_deref() == Some(w))
-                        && target.is_none_or(|w| t == w)
-                },
-            )
-            .map(|(_, o)| o)
-            .max_by_key(|o| o.at.seq)
+        l.gates.latest_check(kind, group, target)
     };
     let gate = |rule: Rule, what: String, latest: Option<&'a Observation>| RequiredGate {
         rule,

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::method::lineage::group_routes;
-use crate::method::projections::{CheckKey, LineageState, Observation};
+use crate::method::projections::{LineageState, Observation};
 use crate::schema::events::{CheckKind, Status};
 use crate::schema::manifest::Tier;
 use crate::schema::rule::Rule;
@@ -127,25 +127,7 @@ fn latest<'a>(
     target: &str,
 ) -> Option<&'a Observation> {
     let check = |kind: CheckKind, group: Option<&str>, target: Option<&str>| {
-        l.gates
-            .checks
-            .iter()
-            .filter(
-                |(
-                    CheckKey {
-                        kind: k,
-                        group: g,
-                        target: t,
-                    },
-                    _,
-                )| {
-                    *k == kind
-                        && group.is_none_or(|w| g.as_deref() == Some(w))
-                        && target.is_none_or(|w| t == w)
-                },
-            )
-            .map(|(_, o)| o)
-            .max_by_key(|o| o.at.seq)
+        l.gates.latest_check(kind, group, target)
     };
     match gate {
         GateId::Identity => l.gates.identity.as_ref(),
