@@ -482,8 +482,52 @@ fn setup(dir: &Path, bin: Option<&Path>) -> Result<(), String> {
                     ));
                 }
             }
+            record_r1_opened(dir)?;
         }
     }
+    Ok(())
+}
+
+/// r1's daemon start as a recorded fact, so the ingests bind to it (GATE-4:
+/// evidence binds only to a group whose `group open` is recorded). The
+/// order of `group open` itself (LINEAGE-1/2) is not what this test kills.
+fn record_r1_opened(dir: &Path) -> Result<(), String> {
+    use benchledger::schema::events::{GroupOpened, GroupRef};
+    let frozen = benchledger::method::freeze::freeze(
+        benchledger::testkit::examples::EXAMPLE_MANIFEST,
+        "manifest.toml",
+        benchledger::testkit::examples::EXAMPLE_PRIVATE,
+        "manifest.private.toml",
+    )
+    .map_err(|e| e.to_string())?;
+    let m = &frozen.manifest.public;
+    let g = m
+        .groups
+        .iter()
+        .find(|g| g.name == "r1")
+        .ok_or("no r1 group")?;
+    let opened = Event::GroupOpened(GroupOpened {
+        group: GroupRef {
+            lineage: frozen.lineage.clone(),
+            group: "r1".into(),
+        },
+        binary_sha256: m.software.bitrouter_binary_sha256.clone(),
+        config_sha256: m.software.bitrouter_config_sha256["r1"].clone(),
+        ports: g.ports.clone(),
+        db_path: g.db_path.clone(),
+        out_dir: g.out_dir.clone(),
+    });
+    let ledger = Ledger::open(dir, Duration::from_secs(30)).map_err(|e| e.to_string())?;
+    ledger
+        .append(
+            &[Draft {
+                actor: "crashtest".into(),
+                event: opened,
+                idempotency_key: None,
+            }],
+            benchledger::schema::time::now_utc_ns(),
+        )
+        .map_err(|e| format!("record r1 opened: {e}"))?;
     Ok(())
 }
 

@@ -303,7 +303,7 @@ pub fn gates(w: &mut Writer, frozen: &ManifestFrozen, group: &str, peak: u64) {
             CheckKind::Residue,
             Some(group),
             "run-tag",
-            &[("live_sandboxes", "0")],
+            &[("sandbox_count", "0"), ("instance_ids", "")],
         ),
         None,
     );
@@ -456,6 +456,7 @@ fn trial_result(
 fn run_cases(
     w: &mut Writer,
     frozen: &ManifestFrozen,
+    plan: &benchledger::schema::plan::Plan,
     group: &str,
     cases: &[CaseRef],
     counter: &mut u64,
@@ -486,12 +487,7 @@ fn run_cases(
                     check: CheckKind::ConfigValidated,
                     target: r.blake3.clone(),
                     status: Status::Pass,
-                    details: [
-                        ("exit_code".to_string(), "0".to_string()),
-                        ("validator".to_string(), "harbor 0.25.0".to_string()),
-                    ]
-                    .into_iter()
-                    .collect(),
+                    details: validated_details(plan),
                 }),
                 None,
             );
@@ -818,7 +814,14 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
                     cases: rest,
                 });
             }
-            run_cases(&mut w, &frozen.v1_view(), group, &cases, &mut counter);
+            run_cases(
+                &mut w,
+                &frozen.v1_view(),
+                &frozen.plan,
+                group,
+                &cases,
+                &mut counter,
+            );
             if last && is_last_group {
                 break;
             }
@@ -851,11 +854,28 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
     (head.seq + 1, open.expect("open work"))
 }
 
+/// The details of a passing validation by the lineage's frozen validator
+/// (GATE-7, BIND-7: `case start` re-judges them from these facts).
+pub fn validated_details(plan: &benchledger::schema::plan::Plan) -> BTreeMap<String, String> {
+    let v = &plan.binding.validator;
+    [
+        ("exit_code", "0"),
+        ("timed_out", "false"),
+        ("program_blake3", v.program_blake3.as_str()),
+        ("validator", v.program.as_str()),
+        ("harbor_version", v.harbor_version.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 /// Fresh passing gates for `group` of the lineage, stamped `now`, plus a
 /// validation of `config_blake3` (what `case start` checks, GATE-1..3, 7).
 pub fn fresh_gates(
     ledger: &Ledger,
     frozen: &ManifestFrozen,
+    plan: &benchledger::schema::plan::Plan,
     group: &str,
     config_blake3: &str,
     now: u64,
@@ -869,7 +889,7 @@ pub fn fresh_gates(
             check: CheckKind::ConfigValidated,
             target: config_blake3.into(),
             status: Status::Pass,
-            details: BTreeMap::new(),
+            details: validated_details(plan),
         }),
         None,
     );

@@ -703,8 +703,11 @@ fn section_tlog(opts: &Opts, g: &Generated) -> Value {
 
 fn spawn_timed(bin: &Path, args: &[&str]) -> f64 {
     let t = Instant::now();
+    // The bench records the AWS gate observations itself (gen::fresh_gates);
+    // a build without `aws` relies on them only when told to.
     let st = Command::new(bin)
         .args(args)
+        .env("BENCHLEDGER_AWS_GATES", "recorded")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
@@ -839,22 +842,31 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
     let dir = opts.work.join("decide-ledger");
     util::copy_dir(&g.dir, &dir);
     let open = &g.open;
-    let frozen = {
+    let (frozen, plan) = {
         let ledger = Ledger::open(&dir, LOCK).expect("open");
         let state = benchledger::method::projections::replay(&ledger).expect("replay");
-        state.lineages[&open.lineage].frozen.clone()
+        let l = &state.lineages[&open.lineage];
+        (
+            l.frozen.clone(),
+            l.plan.clone().expect("a generated lineage is v2"),
+        )
     };
     util::wait_sled_unlocked(&dir);
     let runs = opts.runs.min(open.cases.len().saturating_sub(1)).max(1);
     // in-process breakdown, in a child (cold process, like the CLI)
     let case = &open.cases[0];
     let now = benchledger::schema::time::now_utc_ns();
-    let cfg = benchledger::method::trial_config::render(&frozen.manifest.public, &open.group, case)
-        .expect("render")
-        .blake3;
+    let cfg = benchledger::method::trial_config::render_planned(
+        &frozen.manifest.public,
+        Some(&plan),
+        &open.group,
+        case,
+    )
+    .expect("render")
+    .blake3;
     {
         let ledger = Ledger::open(&dir, LOCK).expect("open");
-        gen::fresh_gates(&ledger, &frozen, &open.group, &cfg, now);
+        gen::fresh_gates(&ledger, &frozen, &plan, &open.group, &cfg, now);
     }
     util::wait_sled_unlocked(&dir);
     let parts = child(&[
@@ -879,15 +891,20 @@ fn section_decide(opts: &Opts, g: &Generated) -> Value {
     util::wait_sled_unlocked(&dir);
     let mut cli = Vec::new();
     for case in open.cases.iter().skip(1).take(runs) {
-        let cfg =
-            benchledger::method::trial_config::render(&frozen.manifest.public, &open.group, case)
-                .expect("render")
-                .blake3;
+        let cfg = benchledger::method::trial_config::render_planned(
+            &frozen.manifest.public,
+            Some(&plan),
+            &open.group,
+            case,
+        )
+        .expect("render")
+        .blake3;
         {
             let ledger = Ledger::open(&dir, LOCK).expect("open");
             gen::fresh_gates(
                 &ledger,
                 &frozen,
+                &plan,
                 &open.group,
                 &cfg,
                 benchledger::schema::time::now_utc_ns(),
