@@ -101,6 +101,17 @@ dd if=/dev/zero of="$mnt/ballast" bs=1k count="$big_kb" status=none
 bl init >/dev/null
 bl manifest freeze "$root/ledger-schema/examples/manifest.toml" \
     --private "$root/ledger-schema/examples/manifest.private.toml" >/dev/null
+# The ingests bind only to an opened group (GATE-4): canary-1's daemon start
+# as the frozen manifest has it (the AWS gates are not what this tests).
+open_args=$(bl manifest show --json | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["manifest"]["public"]
+g = next(g for g in m["groups"] if g["name"] == "canary-1")
+s = m["software"]
+print(s["bitrouter_binary_sha256"], s["bitrouter_config_sha256"]["canary-1"], g["ports"][0], g["db_path"], g["out_dir"])')
+read -r bin_sha cfg_sha port db out_dir <<<"$open_args"
+BENCHLEDGER_AWS_GATES=recorded bl group open canary-1 --binary-sha256 "$bin_sha" \
+    --config-sha256 "$cfg_sha" --ports "$port" --db "$db" --out "$out_dir" >/dev/null
 
 # --- stage 3: fill ------------------------------------------------------------------
 acks="$work/acks"            # note SEQ HASH | ingest BLAKE3 ROWS FIRST LAST
@@ -132,7 +143,7 @@ while [ "$attempts" -lt "$max" ]; do
             pad=0; [ "$i" -eq 0 ] && pad=$attempts
             printf '%s%*s\n' "${rows[$(( (i + attempts) % ${#rows[@]} ))]}" "$pad" ''
         done >"$f"
-        out=$(bl ingest usage r1 "$f" --json 2>"$work/err")
+        out=$(bl ingest usage canary-1 "$f" --json 2>"$work/err")
         code=$?
         kind=ingest
     else

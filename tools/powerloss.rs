@@ -11,7 +11,8 @@
 //!         [--subsets 2] [--big] [--bin PATH] [--keep DIR]
 //!
 //! The workload (each command a `benchledger` process under the shim):
-//! `init`, `manifest freeze`, then `--ops` commands drawn at random: notes
+//! `init`, `manifest freeze`, `group open canary-1` (the ingests bind only
+//! to an opened group, GATE-4), then `--ops` commands drawn at random: notes
 //! of 10..=6,000 bytes (so the open tail seals into segments every few
 //! notes), notes with an idempotency key (some repeating an earlier key),
 //! and `ingest usage|traces r1 FILE` of 1..=64 fixture rows; with `--big`
@@ -46,6 +47,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/replay-tests/fixtures/bitrouter"
+);
 const MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/ledger-schema/examples/manifest.toml"
@@ -53,10 +58,6 @@ const MANIFEST: &str = concat!(
 const PRIVATE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/ledger-schema/examples/manifest.private.toml"
-);
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/replay-tests/fixtures/bitrouter"
 );
 const SHIM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/powerloss/shim.c");
 
@@ -431,6 +432,8 @@ impl Workload {
             .env("LD_PRELOAD", &self.shim)
             .env("PL_ROOT", &self.ledger)
             .env("PL_TRACE", &self.trace)
+            // group open: the AWS gates are not what this harness tests
+            .env("BENCHLEDGER_AWS_GATES", "recorded")
             .env_remove("RUST_LOG")
             .env_remove("BENCHLEDGER_DIR")
             .arg("--ledger")
@@ -467,12 +470,15 @@ impl Workload {
             PRIVATE.into(),
             "--json".into(),
         ])?;
+        // The ingests bind only to an opened group (GATE-4): canary-1's
+        // daemon start as the frozen manifest has it.
+        self.run(&canary_open()?)?;
         let pools: Vec<(&str, Vec<String>)> = ["usage", "traces"]
             .iter()
             .map(|k| (*k, Self::rows(k)))
             .collect();
         let mut keys: Vec<(String, String)> = Vec::new();
-        let mut commands = 2;
+        let mut commands = 3;
         let big_at = if big { ops / 2 } else { usize::MAX };
         for n in 0..ops {
             let op = rng.below(10);
@@ -529,11 +535,42 @@ impl Workload {
         Ok(vec![
             "ingest".into(),
             kind.into(),
-            "r1".into(),
+            "canary-1".into(),
             path.display().to_string(),
             "--json".into(),
         ])
     }
+}
+
+/// `group open canary-1` with the daemon start the example manifest freezes.
+fn canary_open() -> Result<Vec<String>, String> {
+    let read = |p: &str| std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"));
+    let frozen =
+        benchledger::method::freeze::freeze(&read(MANIFEST)?, MANIFEST, &read(PRIVATE)?, PRIVATE)
+            .map_err(|e| e.to_string())?;
+    let m = &frozen.manifest.public;
+    let g = m
+        .groups
+        .iter()
+        .find(|g| g.name == "canary-1")
+        .ok_or("the example manifest has no canary-1")?;
+    Ok([
+        "group",
+        "open",
+        "canary-1",
+        "--binary-sha256",
+        &m.software.bitrouter_binary_sha256,
+        "--config-sha256",
+        &m.software.bitrouter_config_sha256["canary-1"],
+        "--ports",
+        &g.ports[0].to_string(),
+        "--db",
+        &g.db_path,
+        "--out",
+        &g.out_dir,
+    ]
+    .map(String::from)
+    .to_vec())
 }
 
 /// The highest seq an acknowledgement names (`seq`, `head_seq`, or an
