@@ -492,31 +492,7 @@ fn setup(dir: &Path, bin: Option<&Path>) -> Result<(), String> {
 /// evidence binds only to a group whose `group open` is recorded). The
 /// order of `group open` itself (LINEAGE-1/2) is not what this test kills.
 fn record_r1_opened(dir: &Path) -> Result<(), String> {
-    use benchledger::schema::events::{GroupOpened, GroupRef};
-    let frozen = benchledger::method::freeze::freeze(
-        benchledger::testkit::examples::EXAMPLE_MANIFEST,
-        "manifest.toml",
-        benchledger::testkit::examples::EXAMPLE_PRIVATE,
-        "manifest.private.toml",
-    )
-    .map_err(|e| e.to_string())?;
-    let m = &frozen.manifest.public;
-    let g = m
-        .groups
-        .iter()
-        .find(|g| g.name == "r1")
-        .ok_or("no r1 group")?;
-    let opened = Event::GroupOpened(GroupOpened {
-        group: GroupRef {
-            lineage: frozen.lineage.clone(),
-            group: "r1".into(),
-        },
-        binary_sha256: m.software.bitrouter_binary_sha256.clone(),
-        config_sha256: m.software.bitrouter_config_sha256["r1"].clone(),
-        ports: g.ports.clone(),
-        db_path: g.db_path.clone(),
-        out_dir: g.out_dir.clone(),
-    });
+    let opened = Event::GroupOpened(benchledger::testkit::examples::daemon_start("r1"));
     let ledger = Ledger::open(dir, Duration::from_secs(30)).map_err(|e| e.to_string())?;
     ledger
         .append(

@@ -472,7 +472,7 @@ impl Workload {
         ])?;
         // The ingests bind only to an opened group (GATE-4): canary-1's
         // daemon start as the frozen manifest has it.
-        self.run(&canary_open()?)?;
+        self.run(&benchledger::testkit::examples::group_open_args("canary-1"))?;
         let pools: Vec<(&str, Vec<String>)> = ["usage", "traces"]
             .iter()
             .map(|k| (*k, Self::rows(k)))
@@ -540,37 +540,6 @@ impl Workload {
             "--json".into(),
         ])
     }
-}
-
-/// `group open canary-1` with the daemon start the example manifest freezes.
-fn canary_open() -> Result<Vec<String>, String> {
-    let read = |p: &str| std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"));
-    let frozen =
-        benchledger::method::freeze::freeze(&read(MANIFEST)?, MANIFEST, &read(PRIVATE)?, PRIVATE)
-            .map_err(|e| e.to_string())?;
-    let m = &frozen.manifest.public;
-    let g = m
-        .groups
-        .iter()
-        .find(|g| g.name == "canary-1")
-        .ok_or("the example manifest has no canary-1")?;
-    Ok([
-        "group",
-        "open",
-        "canary-1",
-        "--binary-sha256",
-        &m.software.bitrouter_binary_sha256,
-        "--config-sha256",
-        &m.software.bitrouter_config_sha256["canary-1"],
-        "--ports",
-        &g.ports[0].to_string(),
-        "--db",
-        &g.db_path,
-        "--out",
-        &g.out_dir,
-    ]
-    .map(String::from)
-    .to_vec())
 }
 
 /// The highest seq an acknowledgement names (`seq`, `head_seq`, or an
