@@ -247,10 +247,35 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
         bytes: scan,
     });
 
-    // The checksum manifest over every file.
+    let meta = checksum_files(&files, &head)?;
+    // The scan result and the checksum files are scanned too, before any
+    // byte is written.
+    secret_scan(&meta)?;
+    secret_scan(files.last().map(std::slice::from_ref).unwrap_or_default())?;
+    files.extend(meta);
+    write_bundle(dir, &files)?;
+    for f in &files {
+        outln!("{}", dir.join(&f.path).display())?;
+    }
+    eprintln!(
+        "wrote {} files into {} (ledger head seq {}); the secret scan is clean",
+        files.len(),
+        dir.display(),
+        head.head_seq
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The checksum manifest over every file of the bundle: `checksums.json`
+/// (size, SHA-256 and BLAKE3 of each, and the ledger head), `SHA256SUMS` and
+/// `B3SUMS` (for `sha256sum -c` and `b3sum -c`).
+fn checksum_files(
+    files: &[BundleFile],
+    head: &crate::report::LedgerHead,
+) -> anyhow::Result<Vec<BundleFile>> {
     let mut entries = Vec::new();
     let (mut sha_sums, mut b3_sums) = (String::new(), String::new());
-    for f in &files {
+    for f in files {
         let sha = hex::encode(sha2::Sha256::digest(&f.bytes));
         let b3 = hex::encode(blake3::hash(&f.bytes).as_bytes());
         sha_sums.push_str(&format!("{sha}  {}\n", f.path));
@@ -268,29 +293,13 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
         ("SHA256SUMS", sha_sums.into_bytes()),
         ("B3SUMS", b3_sums.into_bytes()),
     ];
-    let meta: Vec<BundleFile> = meta
+    Ok(meta
         .into_iter()
         .map(|(path, bytes)| BundleFile {
             path: path.into(),
             bytes,
         })
-        .collect();
-    // The scan result and the checksum files are scanned too, before any
-    // byte is written.
-    secret_scan(&meta)?;
-    secret_scan(files.last().map(std::slice::from_ref).unwrap_or_default())?;
-    files.extend(meta);
-    write_bundle(dir, &files)?;
-    for f in &files {
-        outln!("{}", dir.join(&f.path).display())?;
-    }
-    eprintln!(
-        "wrote {} files into {} (ledger head seq {}); the secret scan is clean",
-        files.len(),
-        dir.display(),
-        head.head_seq
-    );
-    Ok(ExitCode::SUCCESS)
+        .collect())
 }
 
 /// TRUST-4: the latest signed checkpoint the log records (every checkpoint

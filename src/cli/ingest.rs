@@ -274,51 +274,15 @@ pub(crate) fn ingest_file(
         let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
         batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
     } else {
-        let file = std::fs::File::open(file)
-            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        let mut report = |rows: u64, read: u64| {
-            if tty {
-                let pct = (read * 100).checked_div(bytes).unwrap_or(100);
-                eprint!("\ringest {kind}: {rows} rows, {pct}% of {source}   ");
-                let _ = std::io::stderr().flush();
-            }
+        let rows = RowFile {
+            path: file,
+            source: &source,
+            blake3: &file_blake3,
+            bytes,
+            kind,
+            actor: &cli.actor,
         };
-        let progress = Progress {
-            every_rows: PROGRESS_EVERY_ROWS,
-            report: &mut report,
-        };
-        let mut push = |n: u64, line: &[u8]| -> crate::Result<()> {
-            let event = parse(line, &g).map_err(|e| e.at_line(&source, n))?;
-            // BIND-8: a credential anywhere in the row, stored or not.
-            for (i, found) in row_leaks(&g, &source, &file_blake3, n, line)
-                .into_iter()
-                .enumerate()
-            {
-                leaks += 1;
-                push_row(
-                    &mut batch,
-                    draft(found, format!("credential:{key_prefix}:{n}:{i}")),
-                    &source,
-                    n,
-                )?;
-            }
-            push_row(
-                &mut batch,
-                draft(event, format!("{key_prefix}:{n}")),
-                &source,
-                n,
-            )
-        };
-        crate::evidence::for_each_jsonl_row_with_progress(
-            &mut reader,
-            &source,
-            Some(progress),
-            &mut push,
-        )?;
-        if tty {
-            eprintln!();
-        }
+        leaks = push_rows(&mut batch, &rows, &g, parse, tty)?;
     }
     let artifact = Event::ArtifactRecorded(ArtifactRecorded {
         group: Some(g.clone()),
@@ -348,6 +312,79 @@ pub(crate) fn ingest_file(
         blake3: file_blake3,
         summary: summarize(&done),
     })
+}
+
+/// A JSON Lines evidence file being ingested.
+struct RowFile<'a> {
+    path: &'a Path,
+    source: &'a str,
+    blake3: &'a str,
+    bytes: u64,
+    kind: &'static str,
+    actor: &'a str,
+}
+
+/// Pushes every row of `f` and its credential findings (BIND-8) into
+/// `batch`, with progress on stderr when `tty`; returns the findings count.
+fn push_rows(
+    batch: &mut Batch<'_>,
+    f: &RowFile<'_>,
+    g: &GroupRef,
+    parse: RowParser,
+    tty: bool,
+) -> crate::Result<u64> {
+    let file = std::fs::File::open(f.path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", f.source)))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut report = |rows: u64, read: u64| {
+        if tty {
+            let pct = (read * 100).checked_div(f.bytes).unwrap_or(100);
+            eprint!(
+                "\ringest {}: {rows} rows, {pct}% of {}   ",
+                f.kind, f.source
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let progress = Progress {
+        every_rows: PROGRESS_EVERY_ROWS,
+        report: &mut report,
+    };
+    let key_prefix = format!("{}:{}", f.kind, &f.blake3[..32]);
+    let draft = |event: Event, key: String| Draft {
+        actor: f.actor.to_string(),
+        event,
+        idempotency_key: Some(key),
+    };
+    let mut leaks = 0u64;
+    let mut push = |n: u64, line: &[u8]| -> crate::Result<()> {
+        let event = parse(line, g).map_err(|e| e.at_line(f.source, n))?;
+        // BIND-8: a credential anywhere in the row, stored or not.
+        for (i, found) in row_leaks(g, f.source, f.blake3, n, line)
+            .into_iter()
+            .enumerate()
+        {
+            leaks += 1;
+            let key = format!("credential:{key_prefix}:{n}:{i}");
+            push_row(batch, draft(found, key), f.source, n)?;
+        }
+        push_row(
+            batch,
+            draft(event, format!("{key_prefix}:{n}")),
+            f.source,
+            n,
+        )
+    };
+    crate::evidence::for_each_jsonl_row_with_progress(
+        &mut reader,
+        f.source,
+        Some(progress),
+        &mut push,
+    )?;
+    if tty {
+        eprintln!();
+    }
+    Ok(leaks)
 }
 
 /// Pushes one row; a refusal (a credential-shaped value, an idempotency
