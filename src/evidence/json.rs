@@ -394,7 +394,7 @@ impl<'a> Scanner<'a> {
                     if i > 0 {
                         out.push(',');
                     }
-                    push_json_string(out, k);
+                    crate::schema::strings::push_json_string(out, k);
                     out.push(':');
                     out.push_str(v);
                 }
@@ -428,7 +428,7 @@ impl<'a> Scanner<'a> {
             }
             Some(b'"') => {
                 let s = self.string()?;
-                push_json_string(out, &s);
+                crate::schema::strings::push_json_string(out, &s);
             }
             Some(_) => {
                 let atom = self.atom()?;
@@ -438,27 +438,6 @@ impl<'a> Scanner<'a> {
         }
         Ok(())
     }
-}
-
-/// `s` as a JSON string: `"` and `\` escaped, control characters below
-/// U+0020 as `\b \f \n \r \t` or `\u00xx` (lowercase hex), everything else
-/// as UTF-8 (no `\u` escapes for non-ASCII, `/` not escaped).
-fn push_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Refuses a key repeated in any object of `text` (well-formed JSON),

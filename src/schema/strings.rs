@@ -180,6 +180,27 @@ impl ser::SerializeMap for &mut Visitor<'_> {
     }
 }
 
+/// `s` as a JSON string: `"` and `\` escaped, control characters below
+/// U+0020 as `\b \f \n \r \t` or `\u00xx` (lowercase hex), everything else
+/// as UTF-8 (no `\u` escapes for non-ASCII, `/` not escaped).
+pub fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,30 +121,12 @@ fn content(config: &Value) -> Node {
     strip(n, Some(defaults())).unwrap_or(Node::Object(BTreeMap::new()))
 }
 
-fn push_text(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 fn write(n: &Node, out: &mut String) {
     match n {
         Node::Null => out.push_str("null"),
         Node::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Node::Number(t) => out.push_str(t),
-        Node::Text(s) => push_text(out, s),
+        Node::Text(s) => crate::schema::strings::push_json_string(out, s),
         Node::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -161,7 +143,7 @@ fn write(n: &Node, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                push_text(out, k);
+                crate::schema::strings::push_json_string(out, k);
                 out.push(':');
                 write(v, out);
             }
