@@ -101,6 +101,47 @@ fn a_reusing_lineage_reports_against_the_reused_control() {
     assert!(r1.cost_delta_pct.is_some());
 }
 
+/// The report shows both planes of PLANE-1 per group, from the verdict's
+/// projection: the weak model's 429 is a reliability count, and the
+/// outcome joined to it is withheld from the semantic plane with its reason.
+#[test]
+fn the_report_shows_the_reliability_and_semantic_planes() {
+    // rule PLANE-1, BIND-5, REPORT-6
+    let (_t, ledger) = import("rejected-bind-outcome-429");
+    let state = replay_scanning(&ledger).unwrap();
+    let head = LedgerHead {
+        head_seq: 0,
+        head_hash: String::new(),
+    };
+    let r = report::build(&state, None, head).unwrap();
+    let r1 = r.runtime.iter().find(|g| g.group == "r1").unwrap();
+    let weak = r1
+        .planes
+        .reliability
+        .iter()
+        .find(|l| l.key.model == "qwen/qwen3-coder-30b")
+        .unwrap();
+    let rate_limited = benchledger::method::verdict::TraceOutcome::RateLimited;
+    assert_eq!(weak.counts[&rate_limited], 1);
+    assert_eq!(
+        r1.planes.withheld[0].request_id,
+        "r1-fix-git-t1-fallback-429"
+    );
+    let md = report::render_markdown(&r);
+    assert!(md.contains("Reliability plane (PLANE-1)"), "{md}");
+    assert!(
+        md.contains("| r1 | ambient:qwen/qwen3-coder-30b | api_key | chat_completions | 13 | 0 | 1 | 0 | 0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- r1: credit withheld from `r1-fix-git-t1-fallback-429`: did not complete (HTTP 429, rate_limited)"),
+        "{md}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    let groups = json["runtime"].as_array().unwrap();
+    assert!(groups.iter().all(|g| g["planes"]["reliability"].is_array()));
+}
+
 /// The charts the README shows are the renderer's output for the recorded
 /// lineages, byte for byte (`UPDATE_CHARTS=1` rewrites them for review).
 #[test]

@@ -55,6 +55,13 @@ bash tools/harbor/check.sh
 echo "== rendered TrialConfigs validated by Harbor 0.25.0's own models (GATE-7) =="
 bash tools/harbor/validate-rendered.sh
 
+echo "== trial trees written by Harbor 0.25.0's own models, one per evidence shape, ingested through the CLI (BIND, issue 16) =="
+trees_log="$(mktemp)"
+BENCHLEDGER_HARBOR_PY="$(bash tools/harbor/setup.sh | tail -n 1)" \
+  cargo test --no-default-features --test cli harbor_trees -- --ignored 2>&1 | tee "$trees_log"
+grep -q '^test result: ok. 1 passed' "$trees_log" || { echo "the Harbor trial-tree test did not run" >&2; exit 1; }
+rm -f "$trees_log"
+
 echo "== Parquet (feature parquet): the writer's tests, then the report's numbers from Parquet with SQL on DuckDB =="
 cargo test --no-default-features --features parquet --lib cli::parquet
 cargo test --no-default-features --features parquet --test cli parquet

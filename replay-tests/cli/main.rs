@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 mod bad_inputs;
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "harbor_trees.rs"]
+mod harbor_trees;
 #[path = "pipes.rs"]
 mod pipes;
 #[path = "reliability.rs"]

@@ -14,6 +14,7 @@ use super::model::{
 };
 use super::numbers::{Money, Ratio};
 use super::CHART_FILE;
+use crate::method::verdict::TraceOutcome;
 
 /// The report as markdown: the twelve REPORT-6 sections in order, every
 /// number taken from a field of `report` (its JSON form).
@@ -585,6 +586,95 @@ fn runtime(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Result {
     writeln!(out)?;
     if let Some(first) = runtime.first() {
         writeln!(out, "Latency: {}.", first.latency)?;
+        writeln!(out)?;
+    }
+    reliability_plane(out, runtime)?;
+    semantic_plane(out, runtime)
+}
+
+/// Section 9, the reliability plane (PLANE-1): every traced request by how
+/// it ended, under the provider, model, credential class and protocol that
+/// served it.
+fn reliability_plane(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Result {
+    writeln!(
+        out,
+        "Reliability plane (PLANE-1): traced requests by how they ended. A timeout or 429 counts here and never as a model's inadequacy."
+    )?;
+    writeln!(out)?;
+    let outcomes = TraceOutcome::ALL;
+    let names: Vec<&str> = outcomes.iter().map(|o| o.as_str()).collect();
+    writeln!(
+        out,
+        "| group | provider:model | credential class | protocol | {} |",
+        names.join(" | ")
+    )?;
+    writeln!(
+        out,
+        "| --- | --- | --- | --- |{}",
+        " ---: |".repeat(names.len())
+    )?;
+    for group in runtime {
+        for line in &group.planes.reliability {
+            let counts: Vec<String> = outcomes
+                .iter()
+                .map(|o| line.counts.get(o).copied().unwrap_or(0).to_string())
+                .collect();
+            writeln!(
+                out,
+                "| {} | {}:{} | {} | {} | {} |",
+                group.group,
+                cell(&line.key.provider),
+                cell(&line.key.model),
+                cell(&line.key.credential_class),
+                cell(&line.key.protocol),
+                counts.join(" | ")
+            )?;
+        }
+    }
+    writeln!(out)
+}
+
+/// Section 9, the semantic plane (PLANE-1, BIND-5): rewards credited only
+/// to completed, exactly joined, settled requests, and what was withheld.
+fn semantic_plane(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Result {
+    writeln!(
+        out,
+        "Semantic plane (PLANE-1, BIND-5): rewards credited only to requests that completed, joined exactly by request id and settled."
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| group | provider:model | credential class | protocol | requests credited | reward sum |"
+    )?;
+    writeln!(out, "| --- | --- | --- | --- | ---: | ---: |")?;
+    for group in runtime {
+        for line in &group.planes.semantic {
+            writeln!(
+                out,
+                "| {} | {}:{} | {} | {} | {} | {} |",
+                group.group,
+                cell(&line.key.provider),
+                cell(&line.key.model),
+                cell(&line.key.credential_class),
+                cell(&line.key.protocol),
+                line.credited,
+                line.reward_sum
+            )?;
+        }
+    }
+    writeln!(out)?;
+    for group in runtime {
+        for withheld in &group.planes.withheld {
+            writeln!(
+                out,
+                "- {}: credit withheld from `{}`: {}",
+                group.group,
+                cell(&withheld.request_id),
+                withheld.reason
+            )?;
+        }
+    }
+    if runtime.iter().any(|g| !g.planes.withheld.is_empty()) {
         writeln!(out)?;
     }
     Ok(())

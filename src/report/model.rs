@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::bootstrap::Interval;
 use super::numbers::{Cumulative, Money, Ratio};
+use crate::method::verdict::Planes;
 use crate::schema::named::named_enum;
 
 named_enum! {
@@ -649,6 +650,8 @@ pub struct RuntimeEvidence {
     pub cleanup: RowLine,
     /// Failing gate rows.
     pub failing_rows: Vec<String>,
+    /// Its reliability and semantic planes (PLANE-1, BIND-5).
+    pub planes: Planes,
 }
 
 /// A steady-state row (REPORT-3).

@@ -285,5 +285,6 @@ fn runtime_of(ctx: &Ctx<'_>, group: &WithEvidence<'_, '_>) -> RuntimeEvidence {
             .iter()
             .map(|row| row.gate.clone())
             .collect(),
+        planes: verdict.planes.clone(),
     }
 }
