@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: an auditor replays a recorded
-# lineage (a short-13 control + r1 + r2 run, committed as a canonical JSONL
-# export) into a fresh sled ledger in ./demo-ledger, verifies every link,
-# re-derives every sealed verdict from the log, and prints the lineage and
-# each group's verdict table. Builds without the AWS feature, so it takes
-# minutes.
+# The README's main job.
 #
-#   bash tools/demo.sh [EXPORT.jsonl]
+#   bash tools/demo.sh [--run-dir DIR] [--keep-up]
+#       An operator's lineage on the real programs, all on 127.0.0.1:
+#       tools/live/lineage.sh (a sled ledger in a local folder, the real
+#       BitRouter daemon, real Harbor 0.25.0 and Terminus 2, the AWS API on
+#       moto; it builds and starts what it needs). Its arguments pass through.
+#
+#   bash tools/demo.sh --recorded [EXPORT.jsonl]
+#       For auditors: replay a recorded lineage (by default the short-13
+#       control + r1 + r2 run, committed as a canonical JSONL export) into a
+#       fresh sled ledger in ./demo-ledger, verify every link, re-derive
+#       every sealed verdict from the log and print the lineage and each
+#       group's verdict table. Builds without the AWS feature (minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [[ "${1:-}" != --recorded ]]; then
+  exec bash tools/live/lineage.sh "$@"
+fi
+shift
 export_file="${1:-replay-tests/ledgers/short13-accepted.jsonl}"
 ledger_dir="demo-ledger"
 

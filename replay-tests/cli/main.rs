@@ -9,8 +9,12 @@ use benchledger::log::ledger::Ledger;
 use benchledger::log::store::{DamageTree, Store};
 use serde_json::{json, Value};
 
+#[path = "argv_fuzz.rs"]
+mod argv_fuzz;
 #[path = "bad_inputs.rs"]
 mod bad_inputs;
+#[path = "chaos.rs"]
+mod chaos;
 #[path = "checkpoint.rs"]
 mod checkpoint;
 #[path = "harbor_trees.rs"]

@@ -26,6 +26,10 @@ fn run_with_closed_stdout(h: &Harness, args: &[&str]) -> Run {
     child.wait_with_output().unwrap().into()
 }
 
+pub(super) fn recorded_harness() -> Harness {
+    recorded()
+}
+
 fn recorded() -> Harness {
     let h = Harness::new();
     let src =

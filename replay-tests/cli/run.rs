@@ -126,7 +126,11 @@ fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
 }
 
 pub(super) fn append(h: &Harness, events: Vec<Event>) {
-    let l = Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
+    let l = Ledger::open(
+        &h.ledger(),
+        Duration::from_millis(benchledger::limits::LOCK_WAIT_MS_DEFAULT),
+    )
+    .unwrap();
     let drafts: Vec<Draft> = events
         .into_iter()
         .map(|event| Draft {
@@ -141,7 +145,7 @@ pub(super) fn append(h: &Harness, events: Vec<Event>) {
 
 /// A frozen lineage with canary-1 opened, the AWS observations recorded
 /// and a result waiting in the stash for every identity.
-fn ready(cases: u32, concurrency: u32) -> (Harness, String) {
+pub(super) fn ready(cases: u32, concurrency: u32) -> (Harness, String) {
     ready_with(cases, concurrency, PRIVATE, true)
 }
 
@@ -193,14 +197,14 @@ fn ready_with(cases: u32, concurrency: u32, private: &str, record_aws: bool) -> 
     (h, daemon())
 }
 
-fn run_cmd(h: &Harness, url: &str, extra: &[&str]) -> std::process::Command {
+pub(super) fn run_cmd(h: &Harness, url: &str, extra: &[&str]) -> std::process::Command {
     let mut c = h.cmd();
     c.args(["run", "canary-1", "--daemon-url", url, "--poll-ms", "20"])
         .args(extra);
     c
 }
 
-fn records(h: &Harness, kind: &str) -> Vec<Value> {
+pub(super) fn records(h: &Harness, kind: &str) -> Vec<Value> {
     h.ok(&["log"])
         .stdout
         .lines()
@@ -210,7 +214,7 @@ fn records(h: &Harness, kind: &str) -> Vec<Value> {
 }
 
 /// The cleanup audit an `aws` build records after the close: nothing left.
-fn audit_clean(h: &Harness) {
+pub(super) fn audit_clean(h: &Harness) {
     append(
         h,
         vec![Event::CleanupAudited(CleanupAudited {
@@ -231,7 +235,7 @@ fn audit_clean(h: &Harness) {
 }
 
 /// How many times each identity started.
-fn starts(h: &Harness) -> BTreeMap<String, usize> {
+pub(super) fn starts(h: &Harness) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for r in records(h, "case_started.v1") {
         let p = &r["payload"];
@@ -304,7 +308,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
     assert_eq!(again["next"]["step"], "done");
 }
 
-fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
+pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
     let t0 = Instant::now();
     while t0.elapsed() < after {
         if let Some(s) = child.try_wait().unwrap() {
