@@ -40,7 +40,7 @@ fn write_report(out: &mut String, report: &Report) -> fmt::Result {
     go_no_go(out, &report.go_no_go)?;
     checksums(out, report)?;
     match &report.transparency {
-        Some(t) => transparency(out, t, report.checksums.ledger.head_seq),
+        Some(part) => transparency(out, part, report.checksums.ledger.head_seq),
         None => Ok(()),
     }
 }
@@ -855,11 +855,11 @@ fn checksums(out: &mut String, report: &Report) -> fmt::Result {
 
 /// TRUST-4: the signed checkpoint the report was derived from and the
 /// inclusion proof of each sealed verdict in it.
-fn transparency(out: &mut String, t: &Transparency, head_seq: u64) -> fmt::Result {
+fn transparency(out: &mut String, part: &Transparency, head_seq: u64) -> fmt::Result {
     writeln!(out)?;
     writeln!(out, "## Transparency (TRUST-4)")?;
     writeln!(out)?;
-    let Some(cp) = &t.checkpoint else {
+    let Some(cp) = &part.checkpoint else {
         return writeln!(out, "no signed checkpoint: run `checkpoint sign`");
     };
     writeln!(
@@ -876,7 +876,7 @@ fn transparency(out: &mut String, t: &Transparency, head_seq: u64) -> fmt::Resul
             head_seq
         )?;
     }
-    for seal in &t.seals {
+    for seal in &part.seals {
         match &seal.proof {
             Some(proof) => writeln!(
                 out,
