@@ -451,14 +451,17 @@ fn a_key_outside_the_list_or_a_forged_signature_leaves_freeze_7_unmet() {
     assert_eq!(log.matches("manifest_signed_off.v2").count(), 2, "{log}");
 }
 
-#[test]
-fn a_listed_witness_cosignature_is_verified_when_present() {
-    // rule TRUST-1 (witness cosignatures, C2SP tlog-cosignature)
-    let witness =
-        SignerKey::from_seed("witness.example/w1", KeyKind::CosignatureV1, [7; 32]).unwrap();
+/// The witness key the manifest of `witnessed` lists.
+fn listed_witness() -> SignerKey {
+    SignerKey::from_seed("witness.example/w1", KeyKind::CosignatureV1, [7; 32]).unwrap()
+}
+
+/// A ledger whose frozen manifest lists `listed_witness`, and a checkpoint
+/// of it signed by alice (`c.note`): the harness and the note.
+fn witnessed() -> (Harness, String) {
     let manifest = super::MANIFEST.replacen(
         "witnesses = []",
-        &format!("witnesses = [\"{}\"]", witness.verifier().encode()),
+        &format!("witnesses = [\"{}\"]", listed_witness().verifier().encode()),
         1,
     );
     assert_ne!(manifest, super::MANIFEST);
@@ -469,6 +472,14 @@ fn a_listed_witness_cosignature_is_verified_when_present() {
     let note = h.path("c.note").display().to_string();
     h.ok(&["checkpoint", "sign", "--key", &alice, "-o", &note]);
     let signed = read(&h.path("c.note"));
+    (h, signed)
+}
+
+#[test]
+fn a_listed_witness_cosignature_is_verified_when_present() {
+    // rule TRUST-1 (witness cosignatures, C2SP tlog-cosignature)
+    let witness = listed_witness();
+    let (h, signed) = witnessed();
     let parsed = SignedNote::parse(&signed).unwrap();
     let cosig = benchledger::log::tlog::cosign(parsed.text(), &witness, 1_780_000_000).unwrap();
     let cosigned = format!("{signed}{}", cosig.line());
@@ -525,6 +536,48 @@ fn a_listed_witness_cosignature_is_verified_when_present() {
     }
 }
 
+#[test]
+fn a_cosignature_by_a_key_the_manifest_does_not_list_is_reported_not_checked() {
+    // rule TRUST-1 (witness cosignatures, C2SP tlog-cosignature)
+    let (h, signed) = witnessed();
+    let text = SignedNote::parse(&signed).unwrap().text().to_string();
+    let stranger =
+        SignerKey::from_seed("stranger.example/w9", KeyKind::CosignatureV1, [9; 32]).unwrap();
+    // The listed witness's name with another key: not its cosignature.
+    let impostor =
+        SignerKey::from_seed("witness.example/w1", KeyKind::CosignatureV1, [8; 32]).unwrap();
+    let alice_vkey = benchledger::testkit::examples::signer("alice")
+        .verifier()
+        .encode();
+    for (name, key) in [("stranger", &stranger), ("impostor", &impostor)] {
+        let cosig = benchledger::log::tlog::cosign(&text, key, 1_780_000_000).unwrap();
+        let file = format!("{name}.note");
+        std::fs::write(h.path(&file), format!("{signed}{}", cosig.line())).unwrap();
+        let unlisted = format!("{}+{:08x}", key.verifier().name(), key.verifier().key_id());
+        let j = h
+            .ok(&[
+                "checkpoint",
+                "verify",
+                &file,
+                "--vkey",
+                &alice_vkey,
+                "--json",
+            ])
+            .json();
+        assert_eq!(j["not_checked"], serde_json::json!([unlisted]), "{j}");
+        assert_eq!(j["signed_by"].as_array().unwrap().len(), 1, "{j}");
+        let said = format!("not checked: signed also by {unlisted}");
+        let human = h.ok(&["checkpoint", "verify", &file, "--vkey", &alice_vkey]);
+        assert!(human.stdout.contains(&said), "{}", human.stdout);
+        let against = h.ok(&["verify", "--against", &file]);
+        assert!(against.stdout.contains(&said), "{}", against.stdout);
+        let j = h.ok(&["verify", "--against", &file, "--json"]).json();
+        assert!(j.to_string().contains(&unlisted), "{j}");
+        let proved = h.ok(&["prove", "inclusion", "1", "--checkpoint", &file]);
+        assert!(proved.stderr.contains(&said), "{}", proved.stderr);
+    }
+}
+
 /// Appends the records of a recorded ledger's lines (as their events, with
 /// their actors, keys and times) to `h`'s ledger.
 fn replay_lines(h: &Harness, lines: &[&str]) {
@@ -553,9 +606,16 @@ fn first_seq_of(h: &Harness, kind: &str) -> u64 {
         .unwrap()
 }
 
-#[test]
-fn a_receipt_and_two_seals_verify_without_the_ledger() {
-    // rule TRUST-1, rule TRUST-2, rule TRUST-3
+/// short13-accepted up to its control's seal, with the canary and the
+/// control sealed by alice's key (each seal writes a signed checkpoint):
+/// the harness and the seqs of the two checkpoint records.
+struct TwoSeals {
+    h: Harness,
+    cp1: u64,
+    cp2: u64,
+}
+
+fn two_signed_seals() -> TwoSeals {
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers/short13-accepted.jsonl");
     let text = read(&src);
@@ -590,6 +650,13 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
     assert_eq!(s2["status"], "accepted");
     assert_eq!(s2["appended"].as_array().unwrap().len(), 3, "{s2}");
     let cp2 = s2["checkpoint"]["seq"].as_u64().unwrap();
+    TwoSeals { h, cp1, cp2 }
+}
+
+#[test]
+fn a_receipt_and_two_seals_verify_without_the_ledger() {
+    // rule TRUST-1, rule TRUST-2, rule TRUST-3
+    let TwoSeals { h, cp1, cp2 } = two_signed_seals();
     h.ok(&["verify"]);
     let out = |name: &str| h.path(name).display().to_string();
     h.ok(&[
@@ -678,5 +745,164 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
         let export = dir.join("ledger.jsonl");
         h.ok(&["export", "--jsonl", "-o", export.to_str().unwrap()]);
         eprintln!("wrote the live artifacts into {}", dir.display());
+    }
+}
+
+/// The SPEC 11.6 inclusion proof of one seal of a report's JSON form
+/// (`transparency.seals[i]`): the report's checkpoint note, tree size and
+/// origin with the seal's seq, link hash and hashes.
+fn report_seal_proof(transparency: &Value, seal: &Value) -> String {
+    let cp = &transparency["checkpoint"];
+    let proof = &seal["proof"];
+    serde_json::to_string_pretty(&serde_json::json!({
+        "format": "benchledger/tlog-inclusion-proof/v1",
+        "origin": cp["origin"],
+        "tree_size": cp["tree_size"],
+        "leaf_index": seal["seq"],
+        "link_hash": proof["link_hash"],
+        "hashes": proof["hashes"],
+        "checkpoint": cp["note"],
+    }))
+    .unwrap()
+        + "\n"
+}
+
+#[test]
+fn the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal() {
+    // rule TRUST-4, rule TRUST-2
+    use base64::Engine as _;
+    use benchledger::log::tlog::{record_leaf_hash, verify_inclusion};
+    let TwoSeals { h, cp1, cp2 } = two_signed_seals();
+    let note = h.path("head.note");
+    h.ok(&["checkpoint", "show", "-o", note.to_str().unwrap()]);
+    let j = h.ok(&["report", "--format", "json"]).json();
+    let t = &j["transparency"];
+    let cp = &t["checkpoint"];
+    assert_eq!(cp["note"].as_str().unwrap(), read(&note), "{t}");
+    assert_eq!(
+        (cp["seq"].as_u64(), cp["tree_size"].as_u64()),
+        (Some(cp2), Some(cp2))
+    );
+    assert_eq!(cp["signer"], "alice");
+    let alice = benchledger::testkit::examples::signer("alice").verifier();
+    assert_eq!(cp["key_id"], format!("{:08x}", alice.key_id()));
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        read(&note).as_bytes(),
+    ));
+    assert_eq!(cp["note_sha256"], sha);
+    // The checkpoint alone (its note, with alice's key) checks each seal.
+    let checked =
+        benchledger::log::tlog::verify_checkpoint_note(&read(&note), &alice, &[]).unwrap();
+    let root = *checked.checkpoint.root();
+    assert_eq!(cp["root"], hex::encode(root));
+    let seals = t["seals"].as_array().unwrap();
+    let groups: Vec<&str> = seals.iter().map(|s| s["group"].as_str().unwrap()).collect();
+    assert_eq!(groups, ["canary-1", "control"], "{t}");
+    assert_eq!(seals[0]["seq"].as_u64(), Some(cp1 - 1));
+    let md = h.ok(&["report"]).stdout;
+    assert!(md.contains("## Transparency (TRUST-4)"), "{md}");
+    assert!(
+        md.contains(&format!("size {cp2} root `{}`", hex::encode(root))),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("signed by alice+{:08x}", alice.key_id())),
+        "{md}"
+    );
+    for seal in seals {
+        let seq = seal["seq"].as_u64().unwrap();
+        let link: [u8; 32] = hex::decode(seal["proof"]["link_hash"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let hashes: Vec<[u8; 32]> = seal["proof"]["hashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(b.as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap()
+            })
+            .collect();
+        verify_inclusion(&record_leaf_hash(seq, &link), seq, cp2, &hashes, &root).unwrap();
+        let proof = InclusionProof::from_json(&report_seal_proof(t, seal)).unwrap();
+        assert_eq!(proof.verify(&alice, &[]).unwrap().checkpoint.size(), cp2);
+        // One hash changed: the proof no longer reaches the signed root.
+        let mut bad = hashes.clone();
+        bad[0][0] ^= 1;
+        assert!(verify_inclusion(&record_leaf_hash(seq, &link), seq, cp2, &bad, &root).is_err());
+        let line = format!(
+            "{}: seal at seq {seq}: inclusion proof ({} hashes) in the checkpoint of size {cp2} verified",
+            seal["group"].as_str().unwrap(),
+            hashes.len()
+        );
+        assert!(md.contains(&line), "{line}\n{md}");
+    }
+    // The bundle carries the same proofs (one code path).
+    let bundle = h.path("bundle");
+    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    for seal in seals {
+        let file = bundle.join(format!("transparency/seals/{}.inclusion.json", seal["seq"]));
+        let bundled = InclusionProof::from_json(&read(&file)).unwrap();
+        assert_eq!(
+            bundled,
+            InclusionProof::from_json(&report_seal_proof(t, seal)).unwrap()
+        );
+    }
+    let bundled: Value = serde_json::from_str(&read(
+        &bundle.join("reports/short13-kimi-2026-11/report.json"),
+    ))
+    .unwrap();
+    assert_eq!(&bundled["transparency"], t);
+    if let Some(dir) = std::env::var_os("BENCHLEDGER_TLOG_LIVE_DIR") {
+        let dir = Path::new(&dir);
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("report-seal.inclusion.json"),
+            InclusionProof::from_json(&report_seal_proof(t, &seals[1]))
+                .unwrap()
+                .to_json(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("report-alice.vkey"), alice.encode() + "\n").unwrap();
+    }
+}
+
+#[test]
+fn a_report_without_a_signed_checkpoint_says_so_and_a_later_one_covers_every_seal() {
+    // rule TRUST-4
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers/short13-accepted.jsonl");
+    let h = Harness::new();
+    h.ok(&["import", "--jsonl", src.to_str().unwrap()]);
+    let md = h.ok(&["report"]).stdout;
+    assert!(
+        md.ends_with("## Transparency (TRUST-4)\n\nno signed checkpoint: run `checkpoint sign`\n"),
+        "{md}"
+    );
+    let j = h.ok(&["report", "--format", "json"]).json();
+    assert_eq!(
+        j["transparency"],
+        serde_json::json!({ "checkpoint": null, "seals": [] })
+    );
+    // No signed checkpoint, no transparency files in the bundle.
+    let bundle = h.path("bundle");
+    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    assert!(!bundle.join("transparency").exists());
+    // A checkpoint signed after every seal covers all four.
+    let vkey = vkey_of(&h.ok(&["key", "generate", "op"]));
+    h.ok(&["checkpoint", "sign", "--key", "op.key"]);
+    let j = h.ok(&["report", "--format", "json"]).json();
+    let t = &j["transparency"];
+    let size = t["checkpoint"]["tree_size"].as_u64().unwrap();
+    assert_eq!(t["checkpoint"]["signer"], "op");
+    let seals = t["seals"].as_array().unwrap();
+    assert_eq!(seals.len(), 4, "{t}");
+    for seal in seals {
+        let proof = InclusionProof::from_json(&report_seal_proof(t, seal)).unwrap();
+        assert_eq!(proof.verify(&vkey, &[]).unwrap().checkpoint.size(), size);
     }
 }

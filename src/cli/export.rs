@@ -11,12 +11,12 @@ use serde_json::json;
 
 use crate::cli::common::*;
 use crate::cli::progress::{LineCountingWriter, Progress};
-use crate::cli::report::{report_files, verified_state};
+use crate::cli::report::{report_files, report_with_transparency, verified_state};
+use crate::cli::trust::{signed_head, SignedHead};
 use crate::cli::Cli;
 use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::report;
-use crate::schema::events::Event;
 use crate::schema::rule::Rule;
 use anyhow::Context;
 use sha2::Digest;
@@ -204,7 +204,8 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
         path: "ledger.jsonl".into(),
         bytes: export,
     });
-    files.extend(transparency_files(&ledger, &files[0].bytes)?);
+    let signed = signed_head(&ledger)?;
+    files.extend(transparency_files(signed.as_ref()));
     for l in state.lineages.values() {
         let name = safe_name(&l.frozen.lineage);
         let mut m = serde_json::to_vec_pretty(&l.frozen.manifest.redacted_json())?;
@@ -213,7 +214,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
             path: format!("manifests/{name}.redacted.json"),
             bytes: m,
         });
-        let r = report::build(&state, Some(&l.frozen.lineage), head.clone())?;
+        let r = report_with_transparency(&state, &l.frozen.lineage, head.clone(), signed.as_ref())?;
         for (f, bytes) in report_files(&r)? {
             files.push(BundleFile {
                 path: format!("reports/{name}/{f}"),
@@ -302,69 +303,24 @@ fn checksum_files(
         .collect())
 }
 
-/// TRUST-4: the latest signed checkpoint the log records (every checkpoint
-/// record re-derived from the records before it) as
-/// `transparency/checkpoint.note`, and an inclusion proof in it of each
-/// group seal it covers, `transparency/seals/<seq>.inclusion.json`
-/// (SPEC 11.6); nothing for a ledger without a signed checkpoint.
-fn transparency_files(ledger: &Ledger, export: &[u8]) -> anyhow::Result<Vec<BundleFile>> {
-    let derived = crate::log::tree::derive(ledger)?;
-    let made = seal_proofs(&derived, export);
-    derived.discard();
-    made
-}
-
-fn seal_proofs(
-    derived: &crate::log::tree::Derived,
-    export: &[u8],
-) -> anyhow::Result<Vec<BundleFile>> {
-    use crate::log::tlog::{prove_inclusion, InclusionProof};
-    if let Some(p) = derived.problems.first() {
-        return Err(Error::Damage(format!(
-            "checkpoint record at seq {}: {}; run verify",
-            p.seq, p.detail
-        ))
-        .into());
-    }
-    let Some((note, size)) = derived
-        .checkpoints
-        .iter()
-        .rev()
-        .find_map(|c| Some((c.record.note.clone()?, c.record.tree_size)))
-    else {
-        return Ok(Vec::new());
+/// TRUST-4: the latest signed checkpoint the log records
+/// (`trust::signed_head`) as `transparency/checkpoint.note`, and an
+/// inclusion proof in it of each group seal it covers,
+/// `transparency/seals/<seq>.inclusion.json` (SPEC 11.6); nothing for a
+/// ledger without a signed checkpoint.
+fn transparency_files(signed: Option<&SignedHead>) -> Vec<BundleFile> {
+    let Some(signed) = signed else {
+        return Vec::new();
     };
     let mut files = vec![BundleFile {
         path: "transparency/checkpoint.note".into(),
-        bytes: note.clone().into_bytes(),
+        bytes: signed.note.clone().into_bytes(),
     }];
-    for line in String::from_utf8_lossy(export).lines() {
-        let v: serde_json::Value = serde_json::from_str(line)?;
-        let (Some(seq), Some(record), Some(link)) = (
-            v["seq"].as_u64(),
-            v["record_hex"].as_str().and_then(|h| hex::decode(h).ok()),
-            v["hash"]
-                .as_str()
-                .and_then(|h| hex::decode(h).ok())
-                .and_then(|b| <[u8; 32]>::try_from(b).ok()),
-        ) else {
-            return Err(Error::input("an export line lacks its seq, record or hash").into());
-        };
-        let decoded = crate::log::record::Record::decode(&record)
-            .map_err(|e| Error::input(format!("export seq {seq}: {e}")))?;
-        if seq >= size || !matches!(decoded.event, Event::GroupSealed(_)) {
-            continue;
-        }
-        let hashes =
-            prove_inclusion(&derived.nodes, seq, size).map_err(|e| Error::input(e.to_string()))?;
-        let proof = InclusionProof::new(&note, seq, link, hashes)
-            .map_err(|e| Error::input(e.to_string()))?;
-        files.push(BundleFile {
-            path: format!("transparency/seals/{seq}.inclusion.json"),
-            bytes: proof.to_json().into_bytes(),
-        });
-    }
-    Ok(files)
+    files.extend(signed.seals.iter().map(|proof| BundleFile {
+        path: format!("transparency/seals/{}.inclusion.json", proof.leaf_index()),
+        bytes: proof.to_json().into_bytes(),
+    }));
+    files
 }
 
 /// `export --parquet DIR [--append]`: the request, case and group tables

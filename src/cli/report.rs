@@ -14,6 +14,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::cli::progress::Progress;
+use crate::cli::trust::{signed_head, SignedHead};
 use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::method::projections::{replay_until_observed, State};
@@ -142,6 +143,65 @@ pub(crate) fn report_files(r: &report::Report) -> anyhow::Result<Vec<(&'static s
     ])
 }
 
+/// The report of `lineage` at `head` with what TRUST-4 adds:
+/// `signed` (`trust::signed_head`, the latest signed checkpoint of the log
+/// and the inclusion proof of each seal in it) for the report's sealed
+/// groups.
+pub(crate) fn report_with_transparency(
+    state: &State,
+    lineage: &str,
+    head: LedgerHead,
+    signed: Option<&SignedHead>,
+) -> anyhow::Result<report::Report> {
+    let mut r = report::build(state, Some(lineage), head)?;
+    r.transparency = Some(transparency(signed, &r.checksums.sealed));
+    Ok(r)
+}
+
+fn transparency(
+    signed: Option<&SignedHead>,
+    sealed: &[report::SealedLine],
+) -> report::Transparency {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let Some(signed) = signed else {
+        return report::Transparency {
+            checkpoint: None,
+            seals: Vec::new(),
+        };
+    };
+    let checkpoint = report::SignedCheckpoint {
+        seq: signed.seq,
+        origin: signed.checkpoint.origin().to_string(),
+        tree_size: signed.checkpoint.size(),
+        root: hex::encode(signed.checkpoint.root()),
+        signer: signed.signer.name().to_string(),
+        key_id: format!("{:08x}", signed.signer.key_id()),
+        note_sha256: hex::encode(sha2::Sha256::digest(signed.note.as_bytes())),
+        note: signed.note.clone(),
+    };
+    let mut seals: Vec<report::SealInclusion> = sealed
+        .iter()
+        .map(|line| {
+            let proof = signed.seals.iter().find(|p| p.leaf_index() == line.seq);
+            report::SealInclusion {
+                group: line.group.clone(),
+                seq: line.seq,
+                proof: proof.map(|p| report::SealProof {
+                    link_hash: hex::encode(p.link_hash()),
+                    hashes: p.hashes().iter().map(|h| STANDARD.encode(h)).collect(),
+                }),
+            }
+        })
+        .collect();
+    seals.sort_by_key(|s| s.seq);
+    report::Transparency {
+        checkpoint: Some(checkpoint),
+        seals,
+    }
+}
+
 /// `report [show] | registry`.
 pub fn run_report(cli: &Cli, a: &ReportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     match &a.command {
@@ -152,8 +212,10 @@ pub fn run_report(cli: &Cli, a: &ReportArgs, wait: Duration) -> anyhow::Result<E
 }
 
 fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let (_ledger, state, head) = verified_state(cli, wait)?;
-    let r = report::build(&state, a.lineage.as_deref(), head)?;
+    let (ledger, state, head) = verified_state(cli, wait)?;
+    let lineage = state.lineage(a.lineage.as_deref())?.frozen.lineage.clone();
+    let signed = signed_head(&ledger)?;
+    let r = report_with_transparency(&state, &lineage, head, signed.as_ref())?;
     match &a.out {
         None => match a.format {
             Format::Md => out!("{}", report::render_markdown(&r))?,

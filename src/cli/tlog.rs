@@ -15,7 +15,8 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::out::{out, outln};
 use crate::cli::trust::{
-    frozen_keys, open_checkpoint, parse_vkey, read_note, read_signer_key, signed_by,
+    frozen_keys, not_checked, not_checked_text, open_checkpoint, parse_vkey, read_note,
+    read_signer_key, signed_by,
 };
 use crate::cli::Cli;
 use crate::error::Error;
@@ -392,7 +393,7 @@ fn run_verify_note(
     })();
     derived.discard();
     let v = result?;
-    let who = signed_by(&v);
+    let (who, unchecked) = (signed_by(&v), not_checked(&v));
     if a.json {
         print_json(&json!({
             "ok": true,
@@ -400,14 +401,16 @@ fn run_verify_note(
             "tree_size": v.checkpoint.size(),
             "root": hex::encode(v.checkpoint.root()),
             "signed_by": who,
+            "not_checked": unchecked,
         }))?;
     } else {
         outln!(
-            "ok: {} size {} root {} signed by {}; this ledger has that tree size and root",
+            "ok: {} size {} root {} signed by {}; this ledger has that tree size and root{}",
             v.checkpoint.origin(),
             v.checkpoint.size(),
             hex::encode(v.checkpoint.root()),
-            who.join(", ")
+            who.join(", "),
+            not_checked_text(&unchecked)
         )?;
     }
     Ok(ExitCode::SUCCESS)
@@ -471,8 +474,16 @@ fn check_signed(
         keys.operators.push(parse_vkey(k)?);
     }
     for (path, note, cp) in notes {
-        open_checkpoint(note, &keys.operators, &keys.witnesses, cp.origin())
+        let v = open_checkpoint(note, &keys.operators, &keys.witnesses, cp.origin())
             .with_context(|| path.display().to_string())?;
+        let unchecked = not_checked(&v);
+        if !unchecked.is_empty() {
+            eprintln!(
+                "benchledger: warning: {}{}",
+                path.display(),
+                not_checked_text(&unchecked)
+            );
+        }
     }
     Ok(())
 }

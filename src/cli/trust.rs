@@ -12,8 +12,8 @@ use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::log::tlog::merkle::Hash;
 use crate::log::tlog::{
-    verify_checkpoint_note, Checkpoint, SignedNote, SignerKey, TlogError, VerifiedCheckpoint,
-    VerifierKey,
+    prove_inclusion, verify_checkpoint_note, Checkpoint, InclusionProof, SignedNote, SignerKey,
+    TlogError, VerifiedCheckpoint, VerifierKey,
 };
 use crate::log::tree::{self, CacheCheck, Derived, Divergence};
 use crate::method::projections::State;
@@ -144,6 +144,29 @@ pub(crate) fn signed_by(v: &VerifiedCheckpoint) -> Vec<String> {
         .collect()
 }
 
+/// The signatures of a verified note by keys neither trusted here nor
+/// listed as witnesses by a frozen manifest, as `name+keyid`: not checked
+/// (C2SP: an unknown key's signature vouches for nothing), and every verb
+/// says so rather than pass over them.
+pub(crate) fn not_checked(v: &VerifiedCheckpoint) -> Vec<String> {
+    v.note
+        .unverified
+        .iter()
+        .map(|s| format!("{}+{:08x}", s.name, s.key_id))
+        .collect()
+}
+
+/// The sentence for `not_checked` signatures ("" when there are none).
+pub(crate) fn not_checked_text(names: &[String]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; not checked: signed also by {} (a key neither trusted here nor a witness a frozen manifest lists)",
+        names.join(", ")
+    )
+}
+
 /// The tree part of `verify`: every checkpoint record re-derived, and the
 /// node cache compared hash for hash. `None` when the ledger has neither
 /// (nothing to report: the output of older ledgers is unchanged).
@@ -202,6 +225,8 @@ pub(crate) struct Against {
     pub(crate) note: PathBuf,
     pub(crate) checkpoint: Checkpoint,
     pub(crate) signed_by: Vec<String>,
+    /// Signatures by keys neither trusted nor listed (`not_checked`).
+    pub(crate) not_checked: Vec<String>,
     /// `None` when this ledger extends it.
     pub(crate) divergence: Option<Divergence>,
     /// The ledger's size.
@@ -216,6 +241,7 @@ impl Against {
             "tree_size": self.checkpoint.size(),
             "root": hex::encode(self.checkpoint.root()),
             "signed_by": self.signed_by,
+            "not_checked": self.not_checked,
             "extends": self.divergence.is_none(),
             "ledger_size": self.size,
             "agrees_through": self.divergence.as_ref().map(|d| d.agrees_through),
@@ -225,7 +251,7 @@ impl Against {
 
     pub(crate) fn line(&self) -> String {
         let (m, who) = (self.checkpoint.size(), self.signed_by.join(", "));
-        match &self.divergence {
+        let line = match &self.divergence {
             None => format!(
                 "extends: {} (size {m}, signed by {who}): this ledger's first {m} of {} records have its root",
                 self.note.display(),
@@ -246,7 +272,8 @@ impl Against {
                 d.agrees_through,
                 d.differs_by - 1
             ),
-        }
+        };
+        line + &not_checked_text(&self.not_checked)
     }
 }
 
@@ -293,6 +320,7 @@ pub(crate) fn against(
         };
         out.push(Against {
             signed_by: signed_by(&v),
+            not_checked: not_checked(&v),
             note,
             checkpoint: v.checkpoint,
             divergence,
@@ -401,4 +429,70 @@ pub(crate) fn append_with_checkpoint(
         eprintln!("benchledger: warning: the node cache was not written ({e})");
     }
     Ok((done, checkpoint))
+}
+
+/// TRUST-4: what a published report and a publication bundle carry, the
+/// latest signed checkpoint the log records (re-derived from the records
+/// before it) and an inclusion proof in it of every group seal it covers.
+pub(crate) struct SignedHead {
+    /// The seq of its `checkpoint_recorded` record.
+    pub(crate) seq: u64,
+    /// The signed note, verbatim.
+    pub(crate) note: String,
+    /// Its body.
+    pub(crate) checkpoint: Checkpoint,
+    /// The key that signed it.
+    pub(crate) signer: VerifierKey,
+    /// One proof per seal it covers, in seq order, each verified against
+    /// the note with `signer`.
+    pub(crate) seals: Vec<InclusionProof>,
+}
+
+/// The latest signed checkpoint of `ledger` and the inclusion proof of
+/// every seal it covers (`None` when the log records no signed
+/// checkpoint), from one verified walk (`tree::derive`); a checkpoint
+/// record that does not hold is damage.
+pub(crate) fn signed_head(ledger: &Ledger) -> anyhow::Result<Option<SignedHead>> {
+    let derived = tree::derive(ledger)?;
+    let made = signed_head_of(&derived);
+    derived.discard();
+    made
+}
+
+fn signed_head_of(derived: &Derived) -> anyhow::Result<Option<SignedHead>> {
+    if let Some(p) = derived.problems.first() {
+        return Err(Error::Damage(format!(
+            "checkpoint record at seq {}: {}; run verify",
+            p.seq, p.detail
+        ))
+        .into());
+    }
+    let Some((seq, note, signer)) = derived
+        .checkpoints
+        .iter()
+        .rev()
+        .find_map(|c| Some((c.seq, c.record.note.clone()?, c.record.signer.clone()?)))
+    else {
+        return Ok(None);
+    };
+    let damaged = |e: TlogError| Error::Damage(format!("checkpoint record at seq {seq}: {e}"));
+    let signer = VerifierKey::parse(&signer).map_err(damaged)?;
+    let checkpoint = verify_checkpoint_note(&note, &signer, &[])
+        .map_err(damaged)?
+        .checkpoint;
+    let mut seals = Vec::new();
+    for seal in derived.seals.iter().filter(|s| s.seq < checkpoint.size()) {
+        let hashes = prove_inclusion(&derived.nodes, seal.seq, checkpoint.size())
+            .map_err(|e| Error::input(e.to_string()))?;
+        let proof = InclusionProof::new(&note, seal.seq, seal.link, hashes).map_err(damaged)?;
+        proof.verify(&signer, &[]).map_err(damaged)?;
+        seals.push(proof);
+    }
+    Ok(Some(SignedHead {
+        seq,
+        note,
+        checkpoint,
+        signer,
+        seals,
+    }))
 }

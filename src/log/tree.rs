@@ -170,6 +170,16 @@ pub struct RecordedCheckpoint {
     pub record: CheckpointRecorded,
 }
 
+/// A `group_sealed` record found by the walk (TRUST-4: a published report
+/// and bundle carry an inclusion proof of each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedSeal {
+    /// Its seq (its leaf index).
+    pub seq: u64,
+    /// Its link hash.
+    pub link: LinkHash,
+}
+
 /// A `checkpoint_recorded` record that does not hold (TRUST-1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointProblem {
@@ -193,6 +203,8 @@ pub struct Derived {
     pub checkpoints: Vec<RecordedCheckpoint>,
     /// Checkpoint records that do not hold, in seq order.
     pub problems: Vec<CheckpointProblem>,
+    /// Every group seal record, in seq order.
+    pub seals: Vec<RecordedSeal>,
     header: Header,
 }
 
@@ -325,7 +337,7 @@ pub fn derive(ledger: &Ledger) -> Result<Derived> {
         .map_err(|e| io("write", &path, e))?;
     let origin = ledger_origin(ledger)?;
     let mut builder = TreeBuilder::new();
-    let (mut checkpoints, mut problems) = (Vec::new(), Vec::new());
+    let (mut checkpoints, mut problems, mut seals) = (Vec::new(), Vec::new(), Vec::new());
     let mut last_link = [0u8; 32];
     for v in ledger.records()? {
         let v = v?;
@@ -338,6 +350,9 @@ pub fn derive(ledger: &Ledger) -> Result<Derived> {
                 seq,
                 record: c.clone(),
             });
+        }
+        if let Event::GroupSealed(_) = &v.decoded.event {
+            seals.push(RecordedSeal { seq, link: v.hash });
         }
         let closed = builder
             .append(record_leaf_hash(seq, &v.hash))
@@ -361,6 +376,7 @@ pub fn derive(ledger: &Ledger) -> Result<Derived> {
         origin,
         checkpoints,
         problems,
+        seals,
         header,
     })
 }

@@ -10,7 +10,7 @@ use super::join_ids::ids_text;
 use super::model::{
     CacheSensitivity, Claim, ControlResolution, DecisionCounts, Economics, Failures, Frozen,
     GoNoGo, GroupRow, Paired, Report, Role, RowLine, RuntimeEvidence, SensitivitySource,
-    SettlementAudit,
+    SettlementAudit, Transparency,
 };
 use super::numbers::{Money, Ratio};
 use super::CHART_FILE;
@@ -39,7 +39,11 @@ fn write_report(out: &mut String, report: &Report) -> fmt::Result {
     sensitivity(out, &report.cache_sensitivity)?;
     failures(out, &report.failures)?;
     go_no_go(out, &report.go_no_go)?;
-    checksums(out, report)
+    checksums(out, report)?;
+    match &report.transparency {
+        Some(part) => transparency(out, part, report.checksums.ledger.head_seq),
+        None => Ok(()),
+    }
 }
 
 fn header(out: &mut String, report: &Report) -> fmt::Result {
@@ -935,6 +939,49 @@ fn checksums(out: &mut String, report: &Report) -> fmt::Result {
             "- sealed {}: {} at seq {}",
             sealed.group, sealed.status, sealed.seq
         )?;
+    }
+    Ok(())
+}
+
+/// TRUST-4: the signed checkpoint the report was derived from and the
+/// inclusion proof of each sealed verdict in it.
+fn transparency(out: &mut String, part: &Transparency, head_seq: u64) -> fmt::Result {
+    writeln!(out)?;
+    writeln!(out, "## Transparency (TRUST-4)")?;
+    writeln!(out)?;
+    let Some(cp) = &part.checkpoint else {
+        return writeln!(out, "no signed checkpoint: run `checkpoint sign`");
+    };
+    writeln!(
+        out,
+        "- Signed checkpoint: `{}` size {} root `{}`, signed by {}+{} (record seq {}, note SHA-256 `{}`)",
+        cp.origin, cp.tree_size, cp.root, cp.signer, cp.key_id, cp.seq, cp.note_sha256
+    )?;
+    if cp.tree_size <= head_seq {
+        writeln!(
+            out,
+            "- It covers seqs 0..={}; seqs {}..={} of the head come after it",
+            cp.tree_size - 1,
+            cp.tree_size,
+            head_seq
+        )?;
+    }
+    for seal in &part.seals {
+        match &seal.proof {
+            Some(proof) => writeln!(
+                out,
+                "- {}: seal at seq {}: inclusion proof ({} hashes) in the checkpoint of size {} verified",
+                seal.group,
+                seal.seq,
+                proof.hashes.len(),
+                cp.tree_size
+            )?,
+            None => writeln!(
+                out,
+                "- {}: seal at seq {}: after the checkpoint of size {}, no proof: run `checkpoint sign`",
+                seal.group, seal.seq, cp.tree_size
+            )?,
+        }
     }
     Ok(())
 }

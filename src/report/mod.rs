@@ -64,9 +64,9 @@ pub use model::{
     Claim, ControlResolution, CumulativeRow, Decision, DecisionCounts, Diagnostic, Economics,
     Excluded, Fact, FailedCase, Failures, Frozen, GoNoGo, GroupRow, IntersectionLine,
     JoinDifference, LedgerHead, OffendingIds, PairLine, Paired, PriceLine, Report, RequestIdSet,
-    Role, RoundCheck, RouteLine, RouteUsage, RowLine, Runnable, RuntimeEvidence, SealedLine,
-    SensitivityRow, SensitivitySource, SetSize, SettlementAudit, ShareCost, SignOffLine, SkipLine,
-    SteadyRow, StopLine, TimeGap,
+    Role, RoundCheck, RouteLine, RouteUsage, RowLine, Runnable, RuntimeEvidence, SealInclusion,
+    SealProof, SealedLine, SensitivityRow, SensitivitySource, SetSize, SettlementAudit, ShareCost,
+    SignOffLine, SignedCheckpoint, SkipLine, SteadyRow, StopLine, TimeGap, Transparency,
 };
 pub use numbers::{
     cents, cost_per_success, cost_within, delta_pct, duration_text, lifecycle, quality_within,

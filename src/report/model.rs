@@ -857,6 +857,62 @@ pub struct Checksums {
     pub sealed: Vec<SealedLine>,
 }
 
+/// TRUST-4: the signed checkpoint of the log a report was derived from,
+/// and an inclusion proof in it of each sealed verdict. Filled in by the
+/// caller that read the log (`build` is pure and leaves it out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transparency {
+    /// The latest signed checkpoint the log records; `None` when it has
+    /// none.
+    pub checkpoint: Option<SignedCheckpoint>,
+    /// One per sealed group of the report, in seq order.
+    pub seals: Vec<SealInclusion>,
+}
+
+/// A signed checkpoint (C2SP tlog-checkpoint in a signed note, TRUST-1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedCheckpoint {
+    /// The seq of the `checkpoint_recorded` record holding it.
+    pub seq: u64,
+    /// The origin line (`benchledger/ledger/<ledger id>`).
+    pub origin: String,
+    /// The tree size: the records it covers (seqs 0..tree_size).
+    pub tree_size: u64,
+    /// The Merkle root, 64 lowercase hex.
+    pub root: String,
+    /// The signer's key name.
+    pub signer: String,
+    /// The signer's key id, 8 lowercase hex.
+    pub key_id: String,
+    /// SHA-256 of the note text, 64 lowercase hex.
+    pub note_sha256: String,
+    /// The signed note, verbatim.
+    pub note: String,
+}
+
+/// A sealed group's seal record and its inclusion proof in the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SealInclusion {
+    /// The group.
+    pub group: String,
+    /// The seq of its seal.
+    pub seq: u64,
+    /// Its inclusion proof, verified against the checkpoint's root; `None`
+    /// when the seal comes after the checkpoint.
+    pub proof: Option<SealProof>,
+}
+
+/// An inclusion proof of a seal record (SPEC 11.6 without the note: leaf
+/// index = the seal's seq, leaf = u64_be(seq) || link hash, tree size =
+/// the checkpoint's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SealProof {
+    /// The seal record's link hash, 64 lowercase hex.
+    pub link_hash: String,
+    /// The sibling hashes, base64, RFC 9162 order.
+    pub hashes: Vec<String>,
+}
+
 /// The report of one lineage: the twelve sections of REPORT-6 in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -898,6 +954,10 @@ pub struct Report {
     pub go_no_go: GoNoGo,
     /// 12. Artifact and ledger checksums.
     pub checksums: Checksums,
+    /// TRUST-4, when the caller read it from the log (absent from the JSON
+    /// form otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transparency: Option<Transparency>,
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 # verify what the CLI writes live: the seals' signed checkpoints, an inclusion
 # proof for a receipt, a consistency proof between the seals and the ledger's
 # export (the CLI test transparency::a_receipt_and_two_seals_verify_without_the_ledger
-# writes them). Ends with "N passed, N failed"; exits non-zero on any failure.
+# writes them), and a seal's inclusion proof cut from the report's JSON form
+# (transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal). Ends with "N passed, N failed"; exits non-zero on any failure.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -79,8 +80,9 @@ expect "ledger-schema/vectors/tlog.json against chain.jsonl" 0 "$PY" "$VERIFY" c
 if [[ "${TLOG_VERIFY_LIVE:-1}" == 1 ]] && command -v cargo >/dev/null; then
   L="$TMP/live"
   rc=0
-  (cd "$ROOT" && BENCHLEDGER_TLOG_LIVE_DIR="$L" cargo test --quiet --no-default-features --test cli \
-    transparency::a_receipt_and_two_seals_verify_without_the_ledger) >"$TMP/live.log" 2>&1 || rc=$?
+  (cd "$ROOT" && BENCHLEDGER_TLOG_LIVE_DIR="$L" cargo test --quiet --no-default-features --test cli -- \
+    transparency::a_receipt_and_two_seals_verify_without_the_ledger \
+    transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal) >"$TMP/live.log" 2>&1 || rc=$?
   if [[ $rc -eq 0 && -f "$L/ledger.jsonl" ]]; then pass "the CLI wrote the live artifacts"; else
     fail "the CLI wrote the live artifacts (exit $rc)"; tail -n 20 "$TMP/live.log" | sed 's/^/    /'; fi
   A="@$L/alice.vkey"
@@ -90,6 +92,7 @@ if [[ "${TLOG_VERIFY_LIVE:-1}" == 1 ]] && command -v cargo >/dev/null; then
   expect "live: a receipt's inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/receipt.inclusion.json" --vkey "$A"
   expect "live: the seals' consistency proof verifies (no ledger)" 0 "$PY" "$VERIFY" consistency "$L/seals.consistency.json" "$L/seal1.note" "$L/seal2.note" --vkey "$A"
   expect "live: the bundle's seal inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/bundle-seal.inclusion.json" --vkey "$A"
+  expect "live: a seal's inclusion proof from the report's JSON verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$L/report-seal.inclusion.json" --vkey "@$L/report-alice.vkey"
   expect "live: the export has the first seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal1.note" --vkey "$A"
   expect "live: the export has the second seal's root" 0 "$PY" "$VERIFY" ledger "$L/ledger.jsonl" "$L/seal2.note" --vkey "$A"
   # One record rewritten (its hash changed, the next prev_hash too): the

@@ -322,5 +322,6 @@ pub(crate) fn report(ctx: &Ctx<'_>, head: LedgerHead) -> Report {
         decisions,
         economics,
         cache_sensitivity: sensitivity::cache_sensitivity(ctx),
+        transparency: None,
     }
 }
