@@ -234,7 +234,7 @@ fn stage_canary(h: &Harness, frozen: &benchledger::schema::events::ManifestFroze
         )
         .unwrap();
     }
-    write_evidence(&g.out_dir);
+    write_evidence(g);
     // Its settlement receipt (`run` does not poll receipts yet).
     h.ok(&[
         "ingest",
@@ -244,18 +244,25 @@ fn stage_canary(h: &Harness, frozen: &benchledger::schema::events::ManifestFroze
     ]);
 }
 
-/// The group's BitRouter evidence where `run` gathers it
-/// (`{out_dir}/{kind}.jsonl`): one completed request of the example rows
+/// The group's BitRouter evidence where `run` gathers it (the frozen
+/// `trace_path`, `decision_path`, `outcome_path`, and `{out_dir}/usage.jsonl`
+/// with receipts beside it): one completed request of the example rows
 /// (replay-tests/fixtures/bitrouter), traced, decided, settled `computed`
 /// from its authoritative receipt and with its outcome, joined by request
 /// id (the canary's BIND-4 proof of the path).
-fn write_evidence(out_dir: &str) {
+fn write_evidence(g: &benchledger::schema::manifest::Group) {
     let fixtures = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/replay-tests/fixtures/bitrouter"
     );
-    std::fs::create_dir_all(out_dir).unwrap();
     for kind in ["traces", "decisions", "usage", "outcomes", "receipts"] {
+        let to = match kind {
+            "traces" => g.trace_path.clone(),
+            "decisions" => g.decision_path.clone(),
+            "outcomes" => g.outcome_path.clone(),
+            _ => format!("{}/{kind}.jsonl", g.out_dir),
+        };
+        std::fs::create_dir_all(std::path::Path::new(&to).parent().unwrap()).unwrap();
         // Inside the frozen prices' effective period (from 2026-11-01).
         let text = std::fs::read_to_string(format!("{fixtures}/{kind}.jsonl"))
             .unwrap()
@@ -266,11 +273,7 @@ fn write_evidence(out_dir: &str) {
             row["trial_name"] = json!("hello-world__canary-1-c1");
             row["task_id"] = json!("terminal-bench/hello-world");
         }
-        std::fs::write(
-            format!("{out_dir}/{kind}.jsonl"),
-            format!("{}\n", serde_json::to_string(&row).unwrap()),
-        )
-        .unwrap();
+        std::fs::write(&to, format!("{}\n", serde_json::to_string(&row).unwrap())).unwrap();
     }
 }
 

@@ -624,32 +624,40 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// The group's BitRouter evidence from its frozen output directory:
-    /// `{out_dir}/{kind}.jsonl`, the usage exported first by the frozen
-    /// command when absent.
+    /// The group's BitRouter evidence from its frozen paths: `trace_path`,
+    /// `decision_path`, `outcome_path` and `{out_dir}/usage.jsonl`, the
+    /// usage exported there first by the frozen command when absent.
     fn gather_evidence(&mut self, l: &LineageState) -> anyhow::Result<()> {
         self.evidence_gathered = true;
         let plan = run_plan::plan_of(l)?;
         let m = &l.frozen.manifest.public;
-        let dir = out_dir(l, &self.group);
+        let g = m
+            .groups
+            .iter()
+            .find(|g| g.name == self.group)
+            .ok_or_else(|| Error::input(format!("group {:?} is not frozen", self.group)))?;
         for kind in EvidenceKind::ALL {
-            let file = dir.join(format!("{}.jsonl", kind.name()));
+            let file = match kind {
+                EvidenceKind::Traces => PathBuf::from(&g.trace_path),
+                EvidenceKind::Decisions => PathBuf::from(&g.decision_path),
+                EvidenceKind::Outcomes => PathBuf::from(&g.outcome_path),
+                EvidenceKind::Usage => PathBuf::from(&g.out_dir).join("usage.jsonl"),
+            };
             if kind == EvidenceKind::Usage
                 && !file.exists()
                 && !plan.evidence.usage_export.is_empty()
             {
-                let db = m
-                    .groups
-                    .iter()
-                    .find(|g| g.name == self.group)
-                    .map(|g| g.db_path.clone())
-                    .unwrap_or_default();
-                let values: BTreeMap<&str, String> =
-                    [("db_path", db), ("out", file.display().to_string())]
-                        .into_iter()
-                        .collect();
+                let values: BTreeMap<&str, String> = [
+                    ("db_path", g.db_path.clone()),
+                    ("out", file.display().to_string()),
+                ]
+                .into_iter()
+                .collect();
                 let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
                     .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
+                let dir = PathBuf::from(&g.out_dir);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
                 let log = dir.join("usage-export.log");
                 let child = case::spawn_command(&argv, &case::child_env(l), &log)?;
                 wait_child(child)?;
