@@ -10,7 +10,7 @@
 
 use super::{Harness, Run, MANIFEST, PRIVATE};
 use benchledger::log::ledger::{Draft, Ledger};
-use benchledger::schema::events::{CleanupAudited, Event, GroupRef, Status};
+use benchledger::schema::events::{CleanupAudited, Event, GroupRef, MonitorSampled, Status};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
@@ -158,43 +158,127 @@ fn ready_with(cases: u32, concurrency: u32, private: &str, record_aws: bool) -> 
     let frozen_run = h.freeze(&public, private);
     assert_eq!(frozen_run.code, 0, "{}", frozen_run.stderr);
     let frozen = benchledger::method::freeze::freeze(&public, "m", private, "p").unwrap();
-    let m = &frozen.manifest.public;
-    let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
-    let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
-    h.ok(&[
-        "group",
-        "open",
-        "canary-1",
-        "--binary-sha256",
-        &m.software.bitrouter_binary_sha256,
-        "--config-sha256",
-        &m.software.bitrouter_config_sha256["canary-1"],
-        "--ports",
-        &ports.join(","),
-        "--db",
-        &g.db_path,
-        "--out",
-        &g.out_dir,
-    ]);
+    open_group(&h, &frozen, "canary-1");
     if record_aws {
         append(
             &h,
             benchledger::testkit::scenario::aws_observations(&frozen.v1_view(), "canary-1"),
         );
     }
+    stage_canary(&h, &frozen, cases);
+    (h, daemon())
+}
+
+/// `group open GROUP ...` with the frozen daemon start of `group`.
+fn open_group(h: &Harness, frozen: &benchledger::schema::events::ManifestFrozenV2, group: &str) {
+    let args = open_args(frozen, group);
+    h.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+fn open_args(frozen: &benchledger::schema::events::ManifestFrozenV2, group: &str) -> Vec<String> {
+    let m = &frozen.manifest.public;
+    let g = m.groups.iter().find(|g| g.name == group).unwrap();
+    let ports: Vec<String> = g.ports.iter().map(|p| p.to_string()).collect();
+    [
+        "group",
+        "open",
+        group,
+        "--binary-sha256",
+        &m.software.bitrouter_binary_sha256,
+        "--config-sha256",
+        &m.software.bitrouter_config_sha256[group],
+        "--ports",
+        &ports.join(","),
+        "--db",
+        &g.db_path,
+        "--out",
+        &g.out_dir,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// What the stand-in launch and BitRouter leave for canary-1: a Harbor
+/// result per identity in the stash, the group's evidence in its output
+/// directory, and its settlement receipt ingested.
+fn stage_canary(h: &Harness, frozen: &benchledger::schema::events::ManifestFrozenV2, cases: u32) {
+    let m = &frozen.manifest.public;
+    let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
     std::fs::create_dir_all(h.path("stash")).unwrap();
+    // Each result binds to its launch (BIND-1): the frozen task checksum,
+    // the launched TrialConfig embedded, times inside the launch window
+    // (the frozen clock skew is 300 s).
+    let now = benchledger::schema::time::now_utc_ns();
     for i in 1..=cases {
         let name = format!("hello-world__canary-1-c{i}");
+        let case = benchledger::schema::events::CaseRef {
+            task: "hello-world".into(),
+            trial: format!("c{i}"),
+            replacement: 0,
+        };
+        let rendered = benchledger::method::trial_config::render_planned(
+            m,
+            Some(&frozen.plan),
+            "canary-1",
+            &case,
+        )
+        .unwrap();
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(PASS).unwrap()).unwrap();
         v["trial_name"] = json!(name);
         v["task_name"] = json!("hello-world");
+        v["task_checksum"] = json!("ab".repeat(32));
+        v["config"] = rendered.config;
+        v["started_at"] = json!(benchledger::schema::time::rfc3339_utc_ns(now));
+        v["finished_at"] = json!(benchledger::schema::time::rfc3339_utc_ns(
+            now + 1_000_000_000
+        ));
         std::fs::write(
             h.path(&format!("stash/{name}.json")),
             serde_json::to_vec_pretty(&v).unwrap(),
         )
         .unwrap();
     }
-    (h, daemon())
+    write_evidence(g);
+    // Its settlement receipt (`run` does not poll receipts yet).
+    h.ok(&[
+        "ingest",
+        "receipts",
+        "canary-1",
+        &format!("{}/receipts.jsonl", g.out_dir),
+    ]);
+}
+
+/// The group's BitRouter evidence where `run` gathers it (the frozen
+/// `trace_path`, `decision_path`, `outcome_path`, and `{out_dir}/usage.jsonl`
+/// with receipts beside it): one completed request of the example rows
+/// (replay-tests/fixtures/bitrouter), traced, decided, settled `computed`
+/// from its authoritative receipt and with its outcome, joined by request
+/// id (the canary's BIND-4 proof of the path).
+fn write_evidence(g: &benchledger::schema::manifest::Group) {
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/fixtures/bitrouter"
+    );
+    for kind in ["traces", "decisions", "usage", "outcomes", "receipts"] {
+        let to = match kind {
+            "traces" => g.trace_path.clone(),
+            "decisions" => g.decision_path.clone(),
+            "outcomes" => g.outcome_path.clone(),
+            _ => format!("{}/{kind}.jsonl", g.out_dir),
+        };
+        std::fs::create_dir_all(std::path::Path::new(&to).parent().unwrap()).unwrap();
+        // Inside the frozen prices' effective period (from 2026-11-01).
+        let text = std::fs::read_to_string(format!("{fixtures}/{kind}.jsonl"))
+            .unwrap()
+            .replace("2026-08-20T", "2026-11-20T");
+        let mut row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        if kind == "outcomes" {
+            row["session_key"] = json!("hello-world__canary-1-c1");
+            row["trial_name"] = json!("hello-world__canary-1-c1");
+            row["task_id"] = json!("terminal-bench/hello-world");
+        }
+        std::fs::write(&to, format!("{}\n", serde_json::to_string(&row).unwrap())).unwrap();
+    }
 }
 
 pub(super) fn run_cmd(h: &Harness, url: &str, extra: &[&str]) -> std::process::Command {
@@ -213,15 +297,25 @@ pub(super) fn records(h: &Harness, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The cleanup audit an `aws` build records after the close: nothing left.
+/// What an `aws` build records: a monitor sample while the cases ran (one
+/// sandbox) and, after the close, the cleanup audit: nothing left.
 pub(super) fn audit_clean(h: &Harness) {
+    let group = GroupRef {
+        lineage: L.into(),
+        group: "canary-1".into(),
+    };
+    append(
+        h,
+        vec![Event::MonitorSampled(MonitorSampled {
+            group: group.clone(),
+            sandbox_count: 1,
+            instance_ids: vec!["i-0standin".into()],
+        })],
+    );
     append(
         h,
         vec![Event::CleanupAudited(CleanupAudited {
-            group: GroupRef {
-                lineage: L.into(),
-                group: "canary-1".into(),
-            },
+            group,
             region: "us-east-1".into(),
             identity: "arn:aws:sts::***:assumed-role/bench-operator/***".into(),
             filters: vec!["tag:benchledger-run=short13-kimi-2026-11".into()],
@@ -296,7 +390,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
     }
     let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("sealed"), "{}", r.stdout);
+    assert!(r.stdout.contains("sealed: accepted"), "{}", r.stdout);
     assert_eq!(records(&h, "group_sealed.v1").len(), 1);
     assert!(starts(&h).values().all(|n| *n == 1), "{:?}", starts(&h));
     assert_eq!(starts(&h).len(), 3);
@@ -306,6 +400,69 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         .ok(&["run", "canary-1", "--plan", "--json", "--daemon-url", &url])
         .json();
     assert_eq!(again["next"]["step"], "done");
+}
+
+#[test]
+fn the_readme_walk_runs_as_written() {
+    // rule FREEZE-7, rule GATE-5, rule LINEAGE-2, rule LINEAGE-3, rule VERDICT-4
+    if cfg!(feature = "aws") {
+        return;
+    }
+    // README "Driving a group with `run`", command for command on the
+    // recorded-gates path (the AWS observations appended as an `aws` build
+    // records them).
+    let h = Harness::new();
+    h.init();
+    let public = manifest(&h, 1, 1);
+    let (p, q) = h.manifest_files("walk", &public, PRIVATE);
+    h.ok(&["manifest", "freeze", &p, "--private", &q]);
+    h.sign_off();
+    let frozen = benchledger::method::freeze::freeze(&public, "m", PRIVATE, "p").unwrap();
+    open_group(&h, &frozen, "canary-1");
+    append(
+        &h,
+        benchledger::testkit::scenario::aws_observations(&frozen.v1_view(), "canary-1"),
+    );
+    stage_canary(&h, &frozen, 1);
+    let url = daemon();
+    let plan = h
+        .ok(&["run", "canary-1", "--plan", "--daemon-url", &url])
+        .stdout;
+    assert!(plan.contains("next: "), "{plan}");
+    let walk = |group: &str| -> Run {
+        h.cmd()
+            .args(["run", group, "--private", &q, "--daemon-url", &url])
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = walk("canary-1");
+    // The cleanup audit is the `aws` build's: recorded, then run again.
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    audit_clean(&h);
+    let r = walk("canary-1");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "canary-1 sealed: accepted");
+    // control opens only after the accepted canary (GATE-5, LINEAGE-2).
+    open_group(&h, &frozen, "control");
+    let plan = h
+        .ok(&["run", "control", "--plan", "--json", "--daemon-url", &url])
+        .json();
+    assert_eq!(plan["next"]["step"], "take_gates", "{plan}");
+    assert!(plan["cases"]["left"].as_u64().unwrap() > 0, "{plan}");
+    // The walk's feedback line parses; before an accepted r1 it is refused.
+    let (before, after) = ("a".repeat(64), "b".repeat(64));
+    h.refused(
+        &[
+            "feedback", "record", "r1", "--before", &before, "--after", &after,
+        ],
+        3,
+        "LINEAGE-3",
+    );
+    let out = h.path("report");
+    let r = h.run(&["report", "show", L, "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(out.join("report.md").is_file());
 }
 
 pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
@@ -321,9 +478,17 @@ pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
     None
 }
 
+/// What one kill round ended with.
+struct KillRound {
+    kills: usize,
+    accepted: bool,
+    /// Cases a kill left without a result: `terminal_invalid` (CASE-3).
+    invalidated: usize,
+}
+
 /// One ledger of 4 cases under concurrency 2, `run` SIGKILLed at pseudo-
-/// random points until it ends on its own; then sealed. Returns the kills.
-fn kill_round(seed: &mut u64) -> usize {
+/// random points until it ends on its own; then sealed.
+fn kill_round(seed: &mut u64) -> KillRound {
     let (h, url) = ready(4, 2);
     let mut kills = 0;
     let mut code = None;
@@ -359,13 +524,32 @@ fn kill_round(seed: &mut u64) -> usize {
     assert_eq!(code, 4);
     audit_clean(&h);
     let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(records(&h, "group_sealed.v1").len(), 1);
+    let sealed = records(&h, "group_sealed.v1");
+    assert_eq!(sealed.len(), 1);
+    let status = sealed[0]["payload"]["status"].as_str().unwrap().to_string();
+    let invalidated = records(&h, "case_invalidated.v1").len();
+    // A kill between a case's start and its launch leaves it without a
+    // result: consumed, terminal_invalid, never relaunched; the group is
+    // then rejected_runtime and `run` exits 1. Otherwise accepted, exit 0.
+    if invalidated == 0 {
+        assert_eq!((r.code, status.as_str()), (0, "accepted"), "{}", r.stderr);
+    } else {
+        assert_eq!(
+            (r.code, status.as_str()),
+            (1, "rejected_runtime"),
+            "{}",
+            r.stderr
+        );
+    }
     let s = starts(&h);
     assert!(s.values().all(|n| *n == 1), "{s:?}");
     assert_eq!(s.len(), 4, "{s:?}");
     h.ok(&["verify"]);
-    kills
+    KillRound {
+        kills,
+        accepted: invalidated == 0,
+        invalidated,
+    }
 }
 
 #[test]
@@ -383,10 +567,23 @@ fn run_killed_at_many_points_and_rerun_starts_every_identity_at_most_once_and_se
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(17);
-    let mut kills = 0;
+    let first_seed = seed;
+    let t0 = Instant::now();
+    let (mut kills, mut rounds, mut accepted, mut invalidated) = (0, 0, 0, 0);
     while kills < want {
-        kills += kill_round(&mut seed);
+        let round = kill_round(&mut seed);
+        kills += round.kills;
+        rounds += 1;
+        accepted += usize::from(round.accepted);
+        invalidated += round.invalidated;
     }
+    // The figures for tools/RELIABILITY.md (`-- --nocapture`).
+    eprintln!(
+        "run kill-and-rerun: {kills} kills, seed {first_seed}, {rounds} groups sealed ({accepted} accepted, {} rejected_runtime), {} identities each started exactly once ({invalidated} left terminal_invalid by a kill), {:.1} s",
+        rounds - accepted,
+        rounds * 4,
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 /// The AWS verbs and `run` against the moto server (tools/moto/test-aws.sh
@@ -397,6 +594,127 @@ mod moto {
 
     /// moto's caller identity.
     const MOTO_PRINCIPAL: &str = "arn:aws:sts::123456789012:user/moto";
+
+    /// Every test here shares one moto server and one run tag: the tests
+    /// that change what the others would observe (the vCPU quota, a stray
+    /// run-tagged volume) hold this lock alone, the others together.
+    static MOTO: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+    fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+        MOTO.read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+        MOTO.write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn endpoint() -> String {
+        std::env::var("BENCHLEDGER_AWS_ENDPOINT_URL")
+            .expect("moto tests need BENCHLEDGER_AWS_ENDPOINT_URL: run tools/moto/test-aws.sh")
+    }
+
+    /// One HTTP/1.1 request to the moto server: the response body.
+    fn moto_http(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
+        let url = endpoint();
+        let host = url.trim_start_matches("http://").trim_end_matches('/');
+        let mut s = std::net::TcpStream::connect(host).unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
+            "{method} {path}: {out}"
+        );
+        body.to_string()
+    }
+
+    /// An EC2 Query API call (moto reads the service and region from the
+    /// credential scope and does not check the signature).
+    fn ec2(params: &str) -> String {
+        moto_http(
+            "POST",
+            "/",
+            &[
+                (
+                    "Authorization",
+                    "AWS4-HMAC-SHA256 Credential=benchledger-test-key/20261202/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0",
+                ),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            &format!("Version=2016-11-15&{params}"),
+        )
+    }
+
+    /// moto's vCPU quota (L-1216C47A) set to a value for the life of the
+    /// guard, then put back.
+    struct VcpuQuota(f64);
+
+    const QUOTA_PATH: &str = "/_benchledger/quotas/ec2/L-1216C47A";
+
+    impl VcpuQuota {
+        fn set(value: f64) -> VcpuQuota {
+            let list: Value =
+                serde_json::from_str(&moto_http("GET", "/_benchledger/quotas", &[], "")).unwrap();
+            let before = list
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|q| q["QuotaCode"] == "L-1216C47A")
+                .and_then(|q| q["Value"].as_f64())
+                .unwrap_or(64.0);
+            moto_http(
+                "PUT",
+                QUOTA_PATH,
+                &[],
+                &json!({ "value": value }).to_string(),
+            );
+            VcpuQuota(before)
+        }
+    }
+
+    impl Drop for VcpuQuota {
+        fn drop(&mut self) {
+            moto_http(
+                "PUT",
+                QUOTA_PATH,
+                &[],
+                &json!({ "value": self.0 }).to_string(),
+            );
+        }
+    }
+
+    /// Volumes whose ids a test wrote to a file, deleted when it ends.
+    struct StrayVolumes(std::path::PathBuf);
+
+    impl StrayVolumes {
+        fn ids(&self) -> Vec<String> {
+            let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+            text.split("<volumeId>")
+                .skip(1)
+                .filter_map(|t| t.split_once("</volumeId>").map(|(id, _)| id.to_string()))
+                .collect()
+        }
+    }
+
+    impl Drop for StrayVolumes {
+        fn drop(&mut self) {
+            for id in self.ids() {
+                ec2(&format!("Action=DeleteVolume&VolumeId={id}"));
+            }
+        }
+    }
 
     fn private(principal: &str) -> String {
         PRIVATE.replace("arn:aws:iam::123456789012:role/benchmark-runner", principal)
@@ -442,6 +760,7 @@ mod moto {
     #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
     fn moto_every_aws_verb_runs_end_to_end_through_the_cli() {
         // rule GATE-1, rule GATE-2, rule GATE-3, rule CLEAN-1
+        let _moto = shared();
         let (h, _, p) = on_moto(1, MOTO_PRINCIPAL);
         for args in [
             vec!["identity", "prove", "--private", &p, "--json"],
@@ -481,6 +800,7 @@ mod moto {
     #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
     fn moto_a_mismatched_identity_stops_the_lineage_before_any_quota_call() {
         // rule GATE-1, rule VERDICT-3
+        let _moto = shared();
         let (h, url, p) = on_moto(1, "arn:aws:iam::123456789012:role/someone-else");
         let r = aws(&h, &["identity", "prove", "--private", &p]);
         assert_ne!(r.code, 0, "{}", r.stdout);
@@ -510,6 +830,7 @@ mod moto {
     #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
     fn moto_run_takes_a_canary_from_its_first_gate_to_a_sealed_group() {
         // rule GATE-1, rule GATE-2, rule GATE-3, rule CASE-9, rule CLEAN-1, rule VERDICT-4
+        let _moto = shared();
         let (h, url, p) = on_moto(2, MOTO_PRINCIPAL);
         let r = aws_run(&h, &url, &p);
         assert_eq!(r.code, 0, "{}", r.stderr);
@@ -519,5 +840,92 @@ mod moto {
         assert!(records(&h, "quota_checked.v1").len() >= 2);
         assert_eq!(starts(&h).len(), 2);
         assert!(starts(&h).values().all(|n| *n == 1));
+        // The sandboxes were sampled while the cases ran (CLEAN-2), and the
+        // canary proves the path: accepted.
+        assert!(!records(&h, "monitor_sampled.v1").is_empty());
+        assert_eq!(sealed_status(&h), "accepted");
+    }
+
+    fn sealed_status(h: &Harness) -> String {
+        let sealed = records(h, "group_sealed.v1");
+        assert_eq!(sealed.len(), 1, "{sealed:?}");
+        sealed[0]["payload"]["status"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+    fn moto_a_quota_shortfall_refuses_the_batch_and_starts_no_case() {
+        // rule GATE-2, rule BIND-6, rule VERDICT-3, rule CASE-4
+        let _moto = exclusive();
+        // required = concurrency 1 x sandbox 2 + headroom 4 + central 4 = 10 vCPU.
+        let _quota = VcpuQuota::set(4.0);
+        let (h, url, p) = on_moto(2, MOTO_PRINCIPAL);
+        let r = aws_run(&h, &url, &p);
+        assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
+        assert!(r.stderr.contains("GATE-2"), "{}", r.stderr);
+        // The observation is appended as a fail, with its numbers.
+        let q = records(&h, "quota_checked.v1");
+        assert_eq!(q.len(), 1, "{q:?}");
+        let q = &q[0]["payload"];
+        assert_eq!(q["status"], "fail", "{q}");
+        assert_eq!(q["quota_vcpu"], 4, "{q}");
+        assert!(
+            q["available_vcpu"].as_i64().unwrap() < q["required_vcpu"].as_i64().unwrap(),
+            "{q}"
+        );
+        // No case started: every identity stays not_started (CASE-4).
+        assert!(records(&h, "case_started.v1").is_empty());
+        assert!(records(&h, "case_process_exited.v1").is_empty());
+        let gate: Value =
+            serde_json::from_str(&h.run(&["gate", "canary-1", "--json"]).stdout).unwrap();
+        let cases = gate["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 2, "{gate}");
+        for c in cases {
+            assert_eq!(c["status"], "not_started", "{c}");
+            assert_eq!(c["starts"], 0, "{c}");
+        }
+        // The stop names the quota observation (VERDICT-3).
+        let stops = records(&h, "lineage_stopped.v1");
+        assert_eq!(stops.len(), 1, "{stops:?}");
+        assert_eq!(stops[0]["payload"]["rule"], "GATE-2", "{stops:?}");
+        // A rerun launches nothing either.
+        let r = aws_run(&h, &url, &p);
+        assert_ne!(r.code, 0, "{}", r.stderr);
+        assert!(records(&h, "case_started.v1").is_empty());
+    }
+
+    #[test]
+    #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+    fn moto_a_stray_run_tagged_volume_rejects_the_group_on_cleanup() {
+        // rule CLEAN-1, rule CLEAN-2, rule CLEAN-3, rule VERDICT-3
+        let _moto = exclusive();
+        let (h, url, p) = on_moto(1, MOTO_PRINCIPAL);
+        let stray = StrayVolumes(h.path("stray-volume.xml"));
+        // The case's process leaves a volume behind with the run's exact
+        // tags (run tag and sandbox role tag), after the gates were taken.
+        let launch = h.path("launch.sh");
+        let script = std::fs::read_to_string(&launch).unwrap();
+        let create = format!(
+            "curl -sf -X POST '{}/' -H 'Authorization: AWS4-HMAC-SHA256 Credential=benchledger-test-key/20261202/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0' -H 'Content-Type: application/x-www-form-urlencoded' --data 'Version=2016-11-15&Action=CreateVolume&AvailabilityZone=us-east-1a&Size=8&TagSpecification.1.ResourceType=volume&TagSpecification.1.Tag.1.Key=benchledger%3Arun&TagSpecification.1.Tag.1.Value={L}&TagSpecification.1.Tag.2.Key=benchledger%3Arole&TagSpecification.1.Tag.2.Value=sandbox' > '{}'\n",
+            endpoint(),
+            stray.0.display()
+        );
+        std::fs::write(
+            &launch,
+            script.replacen("set -e\n", &format!("set -e\n{create}"), 1),
+        )
+        .unwrap();
+        let r = aws_run(&h, &url, &p);
+        let ids = stray.ids();
+        assert_eq!(ids.len(), 1, "{}", r.stderr);
+        assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
+        // The case ran and its result counts; only the cleanup fails.
+        assert_eq!(records(&h, "trial_result_recorded.v2").len(), 1);
+        let audits = records(&h, "cleanup_audited.v1");
+        let last = &audits.last().unwrap()["payload"];
+        assert_eq!(last["status"], "fail", "{last}");
+        assert!(last["found"].to_string().contains(&ids[0]), "{last}");
+        assert_eq!(sealed_status(&h), "rejected_cleanup");
+        assert!(r.stderr.contains("rejected_cleanup"), "{}", r.stderr);
     }
 }

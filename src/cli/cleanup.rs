@@ -91,7 +91,7 @@ pub fn run_cleanup(_: &Cli, _: &CleanupCommand, _: Duration) -> anyhow::Result<E
 #[cfg(feature = "aws")]
 pub use with_aws::run_cleanup;
 #[cfg(feature = "aws")]
-pub(crate) use with_aws::{audit_and_record, terminate_from_audit};
+pub(crate) use with_aws::{audit_and_record, monitor_sample, terminate_from_audit};
 
 #[cfg(feature = "aws")]
 mod with_aws {

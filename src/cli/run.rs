@@ -18,7 +18,7 @@ use crate::cli::case::{self, Exited, StartRequest};
 use crate::cli::common::*;
 use crate::cli::out::outln;
 use crate::cli::Cli;
-use crate::error::Error;
+use crate::error::{Error, ExitClass};
 use crate::gates::checks;
 use crate::log::ledger::Ledger;
 use crate::method::projections::LineageState;
@@ -27,6 +27,7 @@ use crate::schema::events::{CaseRef, GroupRef, Status};
 use crate::schema::names::trial_name;
 use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
+use crate::schema::verdict::VerdictStatus;
 
 /// `run GROUP [LINEAGE]`.
 #[derive(Debug, Args)]
@@ -75,7 +76,18 @@ struct Runner<'a> {
     evidence_gathered: bool,
     audit_failed_here: bool,
     aws_recorded: bool,
+    /// When this run last sampled the run-tagged sandboxes, and whether a
+    /// batch launched since (CLEAN-2: the peak is observed, not assumed).
+    #[cfg(feature = "aws")]
+    last_sample: Option<Instant>,
+    #[cfg(feature = "aws")]
+    sample_due: bool,
 }
+
+/// How often `run` samples the run-tagged sandboxes while its cases run
+/// (and once after every batch it launches).
+#[cfg(feature = "aws")]
+const MONITOR_EVERY: Duration = Duration::from_secs(10);
 
 /// Whether this build relies on recorded AWS observations.
 fn aws_recorded() -> anyhow::Result<bool> {
@@ -103,6 +115,10 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         evidence_gathered: false,
         audit_failed_here: false,
         aws_recorded: !a.plan && aws_recorded()?,
+        #[cfg(feature = "aws")]
+        last_sample: None,
+        #[cfg(feature = "aws")]
+        sample_due: false,
     };
     if a.plan {
         r.aws_recorded = !cfg!(feature = "aws");
@@ -266,6 +282,10 @@ impl Runner<'_> {
                 for c in cases {
                     self.launch(l, c)?;
                 }
+                #[cfg(feature = "aws")]
+                {
+                    self.sample_due = true;
+                }
                 Ok(None)
             }
             Step::IngestResults { cases } => {
@@ -275,7 +295,10 @@ impl Runner<'_> {
                 Ok(None)
             }
             Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
-            Step::Wait { until_utc_ns, .. } => self.wait_for_exits(until_utc_ns).map(|()| None),
+            Step::Wait { until_utc_ns, .. } => {
+                self.sample_if_due(l)?;
+                self.wait_for_exits(until_utc_ns).map(|()| None)
+            }
             Step::Paused => Ok(Some(ExitCode::SUCCESS)),
             Step::Close => {
                 self.wait_all()?;
@@ -301,14 +324,32 @@ impl Runner<'_> {
                 self.say(&format!("sealed {}: {}", self.spec, s.status));
                 Ok(None)
             }
-            Step::Done { status } => {
-                if !self.args.json {
-                    outln!("{} sealed: {status}", self.spec)?;
-                }
-                Ok(Some(ExitCode::SUCCESS))
-            }
+            Step::Done { status } => self.done(l, &status).map(Some),
             Step::Blocked { reason } => Err(RunBlocked(format!("is blocked: {reason}")).into()),
         }
+    }
+
+    /// The group is sealed: exit 0 when accepted; otherwise exit 1 (the
+    /// verdict does not hold) naming the hard stop, if one ended the
+    /// lineage (VERDICT-3).
+    fn done(&self, l: &LineageState, status: &str) -> anyhow::Result<ExitCode> {
+        if !self.args.json {
+            outln!("{} sealed: {status}", self.spec)?;
+        }
+        if status == VerdictStatus::Accepted.as_str() && l.stopped.is_none() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let stop = l.stopped.as_ref().map_or_else(String::new, |(at, s)| {
+            format!(
+                "; lineage {} stopped at seq {} by {}: {}",
+                l.frozen.lineage, at.seq, s.rule, s.reason
+            )
+        });
+        eprintln!(
+            "benchledger run: {} sealed {status}, not accepted{stop}",
+            self.spec
+        );
+        Ok(ExitCode::from(ExitClass::CheckFailed.code()))
     }
 
     /// Takes the batch's gates in order; stops at the first failing one so
@@ -399,6 +440,42 @@ impl Runner<'_> {
                 .status
             }
         })
+    }
+
+    /// The build without AWS cannot sample: an `aws` build's `cleanup
+    /// monitor` records the samples.
+    #[cfg(not(feature = "aws"))]
+    fn sample_if_due(&mut self, _l: &LineageState) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// While this run's cases run: one `monitor_sampled` after each batch
+    /// it launched, then one every [`MONITOR_EVERY`] (CLEAN-2).
+    #[cfg(feature = "aws")]
+    fn sample_if_due(&mut self, l: &LineageState) -> anyhow::Result<()> {
+        let due = self.sample_due
+            || self
+                .last_sample
+                .is_none_or(|t| t.elapsed() >= MONITOR_EVERY);
+        if self.running.is_empty() || !due {
+            return Ok(());
+        }
+        let private = crate::cli::aws::optional_private(l, &self.args.private)?;
+        let (session, _) = crate::cli::aws::open_session(l, private.as_ref())?;
+        let (seq, ids) = crate::cli::cleanup::monitor_sample(
+            self.cli,
+            self.wait,
+            &l.frozen.manifest.public,
+            &group_ref(l, &self.group),
+            &session,
+        )?;
+        self.say(&format!(
+            "{} live run-tagged sandbox(es) (monitor_sampled seq {seq})",
+            ids.len()
+        ));
+        self.last_sample = Some(Instant::now());
+        self.sample_due = false;
+        Ok(())
     }
 
     fn daemon_base(&self, l: &LineageState) -> anyhow::Result<String> {
@@ -547,32 +624,40 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// The group's BitRouter evidence from its frozen output directory:
-    /// `{out_dir}/{kind}.jsonl`, the usage exported first by the frozen
-    /// command when absent.
+    /// The group's BitRouter evidence from its frozen paths: `trace_path`,
+    /// `decision_path`, `outcome_path` and `{out_dir}/usage.jsonl`, the
+    /// usage exported there first by the frozen command when absent.
     fn gather_evidence(&mut self, l: &LineageState) -> anyhow::Result<()> {
         self.evidence_gathered = true;
         let plan = run_plan::plan_of(l)?;
         let m = &l.frozen.manifest.public;
-        let dir = out_dir(l, &self.group);
+        let g = m
+            .groups
+            .iter()
+            .find(|g| g.name == self.group)
+            .ok_or_else(|| Error::input(format!("group {:?} is not frozen", self.group)))?;
         for kind in EvidenceKind::ALL {
-            let file = dir.join(format!("{}.jsonl", kind.name()));
+            let file = match kind {
+                EvidenceKind::Traces => PathBuf::from(&g.trace_path),
+                EvidenceKind::Decisions => PathBuf::from(&g.decision_path),
+                EvidenceKind::Outcomes => PathBuf::from(&g.outcome_path),
+                EvidenceKind::Usage => PathBuf::from(&g.out_dir).join("usage.jsonl"),
+            };
             if kind == EvidenceKind::Usage
                 && !file.exists()
                 && !plan.evidence.usage_export.is_empty()
             {
-                let db = m
-                    .groups
-                    .iter()
-                    .find(|g| g.name == self.group)
-                    .map(|g| g.db_path.clone())
-                    .unwrap_or_default();
-                let values: BTreeMap<&str, String> =
-                    [("db_path", db), ("out", file.display().to_string())]
-                        .into_iter()
-                        .collect();
+                let values: BTreeMap<&str, String> = [
+                    ("db_path", g.db_path.clone()),
+                    ("out", file.display().to_string()),
+                ]
+                .into_iter()
+                .collect();
                 let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
                     .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
+                let dir = PathBuf::from(&g.out_dir);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
                 let log = dir.join("usage-export.log");
                 let child = case::spawn_command(&argv, &case::child_env(l), &log)?;
                 wait_child(child)?;
