@@ -82,7 +82,7 @@ fn load_process(
 }
 
 /// The sealed status and every gate row as (row, holds).
-fn verdict(h: &Harness) -> (String, Vec<(String, bool)>) {
+pub(super) fn verdict(h: &Harness) -> (String, Vec<(String, bool)>) {
     let sealed = records(h, "group_sealed.v1");
     assert_eq!(sealed.len(), 1, "{sealed:?}");
     let status = sealed[0]["payload"]["status"].as_str().unwrap().to_string();
@@ -117,7 +117,33 @@ fn run_to_seal(h: &Harness, url: &str) -> i32 {
 /// Returns the kills and the verdict.
 fn chaos_round(seed: &mut u64, kills_left: usize) -> Round {
     let (h, url) = ready(4, 2);
-    let h = Arc::new(h);
+    let url2 = url.clone();
+    chaos_ledger(
+        Arc::new(h),
+        4,
+        &move |h: &Harness| run_cmd(h, &url, &[]),
+        &move |h: &Harness| {
+            run_to_seal(h, &url2);
+        },
+        seed,
+        kills_left,
+    )
+}
+
+/// The chaos of one ledger holding `cases` identities: `run` (as `run`
+/// builds it) SIGKILLed at random points while the load processes write
+/// and read, until it ends on its own; then `finish` takes it to its seal.
+/// Checks every identity started at most once after each kill and exactly
+/// once at the end, every acknowledged note present, no load call refused,
+/// and `verify`.
+pub(super) fn chaos_ledger(
+    h: Arc<Harness>,
+    cases: usize,
+    run: &dyn Fn(&Harness) -> std::process::Command,
+    finish: &dyn Fn(&Harness),
+    seed: &mut u64,
+    kills_left: usize,
+) -> Round {
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Load::default()));
     let load: Vec<JoinHandle<()>> = (0..LOAD_PROCESSES)
@@ -129,7 +155,7 @@ fn chaos_round(seed: &mut u64, kills_left: usize) -> Round {
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let after = Duration::from_millis(20 + (*seed >> 33) % 700);
-        let child = run_cmd(&h, &url, &[])
+        let child = run(&h)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -141,30 +167,16 @@ fn chaos_round(seed: &mut u64, kills_left: usize) -> Round {
         let s = starts(&h);
         assert!(s.values().all(|n| *n == 1), "{s:?}");
     }
-    run_to_seal(&h, &url);
+    finish(&h);
     stop.store(true, Ordering::Relaxed);
     for t in load {
         t.join().unwrap();
     }
     let seen = seen.lock().unwrap();
     assert!(seen.failures.is_empty(), "{:?}", seen.failures);
-    let log: BTreeMap<u64, String> = h
-        .ok(&["log"])
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|r| {
-            (
-                r["seq"].as_u64().unwrap(),
-                r["hash"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    for (seq, hash) in &seen.acked {
-        assert_eq!(log.get(seq), Some(hash), "acknowledged note at seq {seq}");
-    }
+    check_acknowledged(&h, &seen.acked);
     let s = starts(&h);
-    assert_eq!(s.len(), 4, "{s:?}");
+    assert_eq!(s.len(), cases, "{s:?}");
     assert!(s.values().all(|n| *n == 1), "{s:?}");
     h.ok(&["verify"]);
     eprintln!(
@@ -180,13 +192,32 @@ fn chaos_round(seed: &mut u64, kills_left: usize) -> Round {
     }
 }
 
+/// Every acknowledged note is in the log at its seq with its hash.
+fn check_acknowledged(h: &Harness, acked: &[(u64, String)]) {
+    let log: BTreeMap<u64, String> = h
+        .ok(&["log"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["seq"].as_u64().unwrap(),
+                r["hash"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for (seq, hash) in acked {
+        assert_eq!(log.get(seq), Some(hash), "acknowledged note at seq {seq}");
+    }
+}
+
 /// What one chaos ledger ended with.
-struct Round {
-    kills: usize,
+pub(super) struct Round {
+    pub kills: usize,
     /// Cases a kill left between their start and their launch:
     /// `terminal_invalid`, never relaunched (CASE-3, CASE-4).
-    invalidated: usize,
-    verdict: (String, Vec<(String, bool)>),
+    pub invalidated: usize,
+    pub verdict: (String, Vec<(String, bool)>),
 }
 
 #[test]

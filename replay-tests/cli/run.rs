@@ -846,6 +846,70 @@ mod moto {
         assert_eq!(sealed_status(&h), "accepted");
     }
 
+    /// The chaos run on moto (issue 20): `run` with the real AWS gates
+    /// (STS, Service Quotas, EC2 on the moto server) SIGKILLed at random
+    /// points while four processes append and read, as in `chaos.rs`;
+    /// every ledger seals as the uninterrupted run does (`accepted`), or
+    /// `rejected_runtime` where a kill fell between a start and its launch.
+    /// `BENCHLEDGER_MOTO_CHAOS_KILLS` (default 10), `BENCHLEDGER_CHAOS_SEED`.
+    #[test]
+    #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+    fn moto_chaos_run_killed_under_load_seals_as_the_uninterrupted_run() {
+        // rule CASE-2, rule CASE-4, rule GATE-1, rule GATE-2, rule CLEAN-1
+        let _moto = shared();
+        let want: usize = std::env::var("BENCHLEDGER_MOTO_CHAOS_KILLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10);
+        let mut seed: u64 = std::env::var("BENCHLEDGER_CHAOS_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_261_202);
+        eprintln!("moto chaos: {want} kills, BENCHLEDGER_CHAOS_SEED={seed}");
+        let t0 = Instant::now();
+        let (h, url, p) = on_moto(3, MOTO_PRINCIPAL);
+        let r = aws_run(&h, &url, &p);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let uninterrupted = super::super::chaos::verdict(&h);
+        assert_eq!(uninterrupted.0, "accepted", "{uninterrupted:?}");
+        let (mut kills, mut rounds, mut invalidated_rounds) = (0, 0, 0);
+        while kills < want {
+            let (h, url, p) = on_moto(3, MOTO_PRINCIPAL);
+            let spawn = |h: &Harness| {
+                let mut c = run_cmd(h, &url, &["--private", &p]);
+                c.env("HOME", h.path(""))
+                    .env_remove("AWS_CONFIG_FILE")
+                    .env_remove("AWS_SHARED_CREDENTIALS_FILE");
+                c
+            };
+            let finish = |h: &Harness| {
+                let r = aws_run(h, &url, &p);
+                assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+            };
+            let round = super::super::chaos::chaos_ledger(
+                std::sync::Arc::new(h),
+                3,
+                &spawn,
+                &finish,
+                &mut seed,
+                want - kills,
+            );
+            if round.invalidated == 0 {
+                assert_eq!(round.verdict, uninterrupted, "round {rounds}");
+            } else {
+                assert_eq!(round.verdict.0, "rejected_runtime", "round {rounds}");
+                invalidated_rounds += 1;
+            }
+            kills += round.kills;
+            rounds += 1;
+        }
+        eprintln!(
+            "moto chaos: {kills} kills in {rounds} ledgers: {} with the uninterrupted verdict, {invalidated_rounds} rejected_runtime, {:.0} s",
+            rounds - invalidated_rounds,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+
     fn sealed_status(h: &Harness) -> String {
         let sealed = records(h, "group_sealed.v1");
         assert_eq!(sealed.len(), 1, "{sealed:?}");
