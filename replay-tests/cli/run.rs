@@ -202,6 +202,17 @@ fn open_args(frozen: &benchledger::schema::events::ManifestFrozenV2, group: &str
 /// result per identity in the stash, the group's evidence in its output
 /// directory, and its settlement receipt ingested.
 fn stage_canary(h: &Harness, frozen: &benchledger::schema::events::ManifestFrozenV2, cases: u32) {
+    stage_canary_with(h, frozen, cases, true);
+}
+
+/// As `stage_canary`; without `receipt` the usage row is still `pending`
+/// and no receipt is ingested (`run` polls for it).
+fn stage_canary_with(
+    h: &Harness,
+    frozen: &benchledger::schema::events::ManifestFrozenV2,
+    cases: u32,
+    receipt: bool,
+) {
     let m = &frozen.manifest.public;
     let g = m.groups.iter().find(|g| g.name == "canary-1").unwrap();
     std::fs::create_dir_all(h.path("stash")).unwrap();
@@ -239,7 +250,21 @@ fn stage_canary(h: &Harness, frozen: &benchledger::schema::events::ManifestFroze
         .unwrap();
     }
     write_evidence(g);
-    // Its settlement receipt (`run` does not poll receipts yet).
+    if !receipt {
+        let usage = format!("{}/usage.jsonl", g.out_dir);
+        let settled = std::fs::read_to_string(&usage).unwrap();
+        std::fs::write(h.path("usage-settled.jsonl"), &settled).unwrap();
+        let mut row: Value = serde_json::from_str(settled.trim()).unwrap();
+        row["reconciliation_status"] = json!("pending");
+        row["reconciliation_attempts"] = json!(0);
+        row["authoritative_receipt"] = json!({});
+        let pending = format!("{}\n", serde_json::to_string(&row).unwrap());
+        std::fs::write(&usage, &pending).unwrap();
+        std::fs::write(h.path("usage-pending.jsonl"), &pending).unwrap();
+        return;
+    }
+    // Its settlement receipt, ingested before `run` (the polls are tested
+    // in `run_polls_receipts_...`).
     h.ok(&[
         "ingest",
         "receipts",
@@ -400,6 +425,208 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         .ok(&["run", "canary-1", "--plan", "--json", "--daemon-url", &url])
         .json();
     assert_eq!(again["next"]["step"], "done");
+}
+
+/// A canary whose one request is still `pending` after the close, with
+/// stand-ins for BitRouter's `reconcile-metering` (counts its attempts) and
+/// `metering-usage` (the row carries its authoritative receipt once
+/// `settles_after` attempts ran), the budget `attempts` and the grace
+/// `grace_sec`.
+fn polling(settles_after: u32, attempts: u32, grace_sec: u32) -> (Harness, String) {
+    let h = Harness::new();
+    h.init();
+    let root = h.path("").display().to_string();
+    let root = root.trim_end_matches('/');
+    std::fs::write(
+        h.path("reconcile.sh"),
+        format!("#!/bin/sh\nn=$(cat {root}/polls 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > {root}/polls\necho \"attempt $n for $1\"\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        h.path("export.sh"),
+        format!("#!/bin/sh\nn=$(cat {root}/polls 2>/dev/null || echo 0)\nif [ \"$n\" -ge {settles_after} ]; then cp {root}/usage-settled.jsonl \"$1\"; else cp {root}/usage-pending.jsonl \"$1\"; fi\n"),
+    )
+    .unwrap();
+    let public = manifest(&h, 1, 1);
+    let public = replace_line(
+        &public,
+        "usage_export = ",
+        &format!("usage_export = [\"sh\", \"{root}/export.sh\", \"{{out}}\"]"),
+    );
+    let public = replace_line(
+        &public,
+        "reconcile = ",
+        &format!("reconcile = [\"sh\", \"{root}/reconcile.sh\", \"{{request_id}}\"]"),
+    );
+    let public = replace_line(&public, "receipt_poll_sec = ", "receipt_poll_sec = 1");
+    let public = replace_line(
+        &public,
+        "reconciliation_attempts = ",
+        &format!("reconciliation_attempts = {attempts}"),
+    );
+    let public = replace_line(
+        &public,
+        "settlement_grace_sec = ",
+        &format!("settlement_grace_sec = {grace_sec}"),
+    );
+    let frozen_run = h.freeze(&public, PRIVATE);
+    assert_eq!(frozen_run.code, 0, "{}", frozen_run.stderr);
+    let frozen = benchledger::method::freeze::freeze(&public, "m", PRIVATE, "p").unwrap();
+    open_group(&h, &frozen, "canary-1");
+    append(
+        &h,
+        benchledger::testkit::scenario::aws_observations(&frozen.v1_view(), "canary-1"),
+    );
+    stage_canary_with(&h, &frozen, 1, false);
+    (h, daemon())
+}
+
+fn reconcile_attempts(h: &Harness) -> usize {
+    records(h, "artifact_recorded.v1")
+        .iter()
+        .filter(|r| r["payload"]["role"] == "bitrouter_reconcile")
+        .count()
+}
+
+/// `run` until it seals (the cleanup audit an `aws` build records is
+/// appended when it asks for it); the last run's outcome.
+fn run_until_sealed(h: &Harness, url: &str) -> Run {
+    let r: Run = run_cmd(h, url, &[]).output().unwrap().into();
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    audit_clean(h);
+    run_cmd(h, url, &[]).output().unwrap().into()
+}
+
+#[test]
+fn run_polls_receipts_within_the_budget_and_settles_from_the_receipt() {
+    // rule SETTLE-8, rule SETTLE-4, rule BIND-4
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let (h, url) = polling(2, 12, 900);
+    let r = run_until_sealed(&h, &url);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "canary-1 sealed: accepted");
+    // Two attempts, each recorded with its output; the receipt the second
+    // left in the usage export ingested as a receipt.
+    assert_eq!(reconcile_attempts(&h), 2);
+    assert_eq!(records(&h, "receipt_recorded.v1").len(), 1);
+    let out = std::fs::read_dir(h.path("srv/short13-kimi-2026-11/canary-1/out/receipt-polls"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".attempt-"))
+        .count();
+    // Each attempt's argv (recorded before it ran) and its output.
+    assert_eq!(out, 4);
+    let outputs = records(&h, "artifact_recorded.v1")
+        .iter()
+        .filter(|r| r["payload"]["role"] == "bitrouter_reconcile_output")
+        .count();
+    assert_eq!(outputs, 2);
+}
+
+#[test]
+fn run_stops_polling_at_the_attempt_budget_and_the_group_is_not_accepted() {
+    // rule SETTLE-8, rule SETTLE-4
+    if cfg!(feature = "aws") {
+        return;
+    }
+    // The receipt would come on the 5th attempt; the budget is 2 and the
+    // grace 6 s: 2 attempts, then the grace ends with the request pending.
+    let (h, url) = polling(5, 2, 6);
+    let r = run_until_sealed(&h, &url);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(reconcile_attempts(&h), 2);
+    assert!(records(&h, "receipt_recorded.v1").is_empty());
+    // The settlement row fails on the pending request (and so does the
+    // canary's BIND-4 requests row, which VERDICT-1 ranks first).
+    let sealed = records(&h, "group_sealed.v1");
+    let rows = sealed[0]["payload"]["rows"].as_array().unwrap();
+    let settlement = rows.iter().find(|r| r["gate"] == "settlement").unwrap();
+    assert_eq!(settlement["holds"], false, "{settlement}");
+    assert!(
+        settlement["evidence"].as_str().unwrap().contains("Pending"),
+        "{settlement}"
+    );
+    assert_ne!(sealed[0]["payload"]["status"], "accepted");
+    // Rerun after the seal: nothing more is polled.
+    let again: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    assert_eq!(reconcile_attempts(&h), 2, "{}", again.stderr);
+}
+
+#[test]
+fn run_killed_while_polling_never_exceeds_the_attempt_budget() {
+    // rule SETTLE-8, rule CASE-4
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let mut seed: u64 = 20_261_202;
+    for round in 0..3 {
+        // The receipt comes with the 3rd attempt; the budget is 3.
+        let (h, url) = polling(3, 3, 8);
+        for _ in 0..12 {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let after = Duration::from_millis(20 + (seed >> 33) % 1500);
+            let child = run_cmd(&h, &url, &[])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            if kill_after(child, after).is_some() {
+                break;
+            }
+        }
+        let r = run_until_sealed(&h, &url);
+        let recorded = reconcile_attempts(&h);
+        let ran: usize =
+            std::fs::read_to_string(h.path("polls")).map_or(0, |t| t.trim().parse().unwrap());
+        // Every attempt that ran was recorded first; a kill can only
+        // leave a recorded attempt that never ran.
+        assert!(recorded <= 3, "round {round}: {recorded} attempts recorded");
+        assert!(
+            ran <= recorded,
+            "round {round}: {ran} ran, {recorded} recorded"
+        );
+        let status = records(&h, "group_sealed.v1")[0]["payload"]["status"].clone();
+        // Accepted exactly when the receipt came (unless a kill fell
+        // between the case's start and its launch: rejected_runtime).
+        if records(&h, "case_invalidated.v1").is_empty() {
+            assert_eq!(
+                status == "accepted",
+                ran >= 3,
+                "round {round}: {status} after {ran} polls"
+            );
+        }
+        assert_eq!(r.code == 0, status == "accepted", "{}", r.stderr);
+        h.ok(&["verify"]);
+    }
+}
+
+#[test]
+fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
+    // rule CASE-3, rule CASE-8
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let (h, url) = ready(1, 1);
+    // The launch hangs; the frozen launch.timeout_sec of the test manifest
+    // is 4 s.
+    std::fs::write(h.path("launch.sh"), "#!/bin/sh\nexec sleep 120\n").unwrap();
+    let t0 = Instant::now();
+    let r = run_until_sealed(&h, &url);
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let exits = records(&h, "case_process_exited.v1");
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    assert_eq!(exits[0]["payload"]["signal"], 9, "{exits:?}");
+    let sealed = records(&h, "group_sealed.v1");
+    assert_eq!(
+        sealed[0]["payload"]["status"], "rejected_runtime",
+        "{sealed:?}"
+    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ mod out;
 mod parquet;
 mod progress;
 mod quota;
+mod receipts;
 mod replay;
 mod report;
 mod resume;

@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::cli::case::{self, Exited, StartRequest};
 use crate::cli::common::*;
 use crate::cli::out::outln;
+use crate::cli::receipts;
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::gates::checks;
@@ -63,6 +64,9 @@ struct Running {
     group: GroupRef,
     log_path: PathBuf,
     started: Instant,
+    /// The frozen `launch.timeout_sec`: past it the process is killed and
+    /// its exit recorded (a signal, no result: CASE-3 makes it invalid).
+    timeout: Duration,
 }
 
 /// What one `run` invocation remembers beyond the ledger.
@@ -76,6 +80,9 @@ struct Runner<'a> {
     evidence_gathered: bool,
     audit_failed_here: bool,
     aws_recorded: bool,
+    /// When this run last polled receipts (SETTLE-8: polls are spaced by
+    /// the frozen `receipt_poll_sec`).
+    last_poll_utc_ns: Option<u64>,
     /// When this run last sampled the run-tagged sandboxes, and whether a
     /// batch launched since (CLEAN-2: the peak is observed, not assumed).
     #[cfg(feature = "aws")]
@@ -115,6 +122,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         evidence_gathered: false,
         audit_failed_here: false,
         aws_recorded: !a.plan && aws_recorded()?,
+        last_poll_utc_ns: None,
         #[cfg(feature = "aws")]
         last_sample: None,
         #[cfg(feature = "aws")]
@@ -244,7 +252,7 @@ impl Runner<'_> {
             terminate: self.args.terminate,
             evidence_gathered: self.evidence_gathered,
             audit_failed_here: self.audit_failed_here,
-            last_poll_utc_ns: None,
+            last_poll_utc_ns: self.last_poll_utc_ns,
             aws_recorded: self.aws_recorded,
         };
         let plan = run_plan::next_step(&state, lineage.as_deref(), &self.group, &facts)?;
@@ -307,11 +315,7 @@ impl Runner<'_> {
                 Ok(None)
             }
             Step::GatherEvidence => self.gather_evidence(l).map(|()| None),
-            Step::PollReceipts { request_ids } => Err(RunBlocked(format!(
-                "cannot poll receipts yet: {} request(s) pending; record them with `ingest receipts` and run again",
-                request_ids.len()
-            ))
-            .into()),
+            Step::PollReceipts { request_ids } => self.poll(l, &request_ids).map(|()| None),
             Step::WaitUntil { until_utc_ns, why } => {
                 self.say(&format!("waiting: {why}"));
                 let left = until_utc_ns.saturating_sub(now_utc_ns());
@@ -542,6 +546,7 @@ impl Runner<'_> {
                 group: s.group,
                 log_path: s.log_path,
                 started: Instant::now(),
+                timeout: Duration::from_secs(plan.launch.timeout_sec),
             },
         );
         Ok(())
@@ -552,6 +557,17 @@ impl Runner<'_> {
     fn reap(&mut self) -> anyhow::Result<bool> {
         let mut exited = Vec::new();
         for (case, r) in &mut self.running {
+            if r.started.elapsed() > r.timeout {
+                if !self.args.json {
+                    eprintln!(
+                        "benchledger run: {} is past the frozen launch timeout ({} s): killed",
+                        case.label(),
+                        r.timeout.as_secs()
+                    );
+                }
+                // Already gone is fine: try_wait below sees its status.
+                let _ = r.child.kill();
+            }
             if let Some(status) = r
                 .child
                 .try_wait()
@@ -627,15 +643,27 @@ impl Runner<'_> {
     /// The group's BitRouter evidence from its frozen paths: `trace_path`,
     /// `decision_path`, `outcome_path` and `{out_dir}/usage.jsonl`, the
     /// usage exported there first by the frozen command when absent.
+    /// One receipt poll of each pending request (SETTLE-8), then the
+    /// receipts found ingested.
+    fn poll(&mut self, l: &LineageState, request_ids: &[String]) -> anyhow::Result<()> {
+        self.say(&format!(
+            "polling the receipts of {} pending request(s)",
+            request_ids.len()
+        ));
+        let round =
+            receipts::poll_round(self.cli, self.wait, &self.spec, l, &self.group, request_ids)?;
+        self.last_poll_utc_ns = Some(now_utc_ns());
+        self.say(&format!(
+            "receipt polls: {} attempt(s) recorded, {} receipt(s) ingested",
+            round.attempts, round.receipts
+        ));
+        Ok(())
+    }
+
     fn gather_evidence(&mut self, l: &LineageState) -> anyhow::Result<()> {
         self.evidence_gathered = true;
         let plan = run_plan::plan_of(l)?;
-        let m = &l.frozen.manifest.public;
-        let g = m
-            .groups
-            .iter()
-            .find(|g| g.name == self.group)
-            .ok_or_else(|| Error::input(format!("group {:?} is not frozen", self.group)))?;
+        let g = receipts::frozen_group(l, &self.group)?;
         for kind in EvidenceKind::ALL {
             let file = match kind {
                 EvidenceKind::Traces => PathBuf::from(&g.trace_path),
@@ -647,20 +675,8 @@ impl Runner<'_> {
                 && !file.exists()
                 && !plan.evidence.usage_export.is_empty()
             {
-                let values: BTreeMap<&str, String> = [
-                    ("db_path", g.db_path.clone()),
-                    ("out", file.display().to_string()),
-                ]
-                .into_iter()
-                .collect();
-                let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
-                    .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
-                let dir = PathBuf::from(&g.out_dir);
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-                let log = dir.join("usage-export.log");
-                let child = case::spawn_command(&argv, &case::child_env(l), &log)?;
-                wait_child(child)?;
+                let log = PathBuf::from(&g.out_dir).join("usage-export.log");
+                receipts::export_usage(l, g, &file, &log)?;
             }
             if !file.exists() {
                 self.say(&format!("no {} at {}", kind.name(), file.display()));
@@ -722,16 +738,6 @@ impl Runner<'_> {
         }
         Ok(())
     }
-}
-
-fn wait_child(mut child: Child) -> anyhow::Result<()> {
-    let status = child
-        .wait()
-        .map_err(|e| Error::io("wait for the usage export".to_string(), e))?;
-    if !status.success() {
-        return Err(Error::input(format!("the frozen usage export exited with {status}")).into());
-    }
-    Ok(())
 }
 
 /// The frozen validator (BIND-7: its program hashes to the frozen BLAKE3

@@ -1,0 +1,246 @@
+//! `run`'s receipt polls (SETTLE-8): one attempt per pending request,
+//! within the frozen settlement grace and attempt budget that
+//! `method::run_plan` applies. An attempt runs the frozen
+//! `evidence.reconcile` command for the request (BitRouter's
+//! `reconcile-metering`, which stores the receipt in its database). The
+//! attempt is recorded before it runs, as a `bitrouter_reconcile` artifact
+//! of `{out_dir}/receipt-polls/<key>.attempt-NNN.json` (its argv): the
+//! ledger counts the attempts, and a kill can only over-count them. The
+//! command's output (`.log` beside it) is recorded after it ends
+//! (`bitrouter_reconcile_output`). After the round, the frozen `evidence.usage_export`
+//! exports the usage rows again; the authoritative receipts of the polled
+//! requests are taken from them and ingested as receipts (the usage rows
+//! themselves are not ingested twice).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::case;
+use crate::cli::common::announce;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::log::ledger::{Draft, Ledger};
+use crate::method::projections::LineageState;
+use crate::method::run_plan::{self, poll_file_name, RunHistory, RECONCILE_ROLE};
+use crate::schema::events::{ArtifactRecorded, Event, GroupRef};
+use crate::schema::manifest::Group;
+use crate::schema::time::now_utc_ns;
+
+/// The frozen group `name` of lineage `l`.
+pub(crate) fn frozen_group<'l>(l: &'l LineageState, name: &str) -> anyhow::Result<&'l Group> {
+    l.frozen
+        .manifest
+        .public
+        .groups
+        .iter()
+        .find(|g| g.name == name)
+        .ok_or_else(|| Error::input(format!("group {name:?} is not frozen")).into())
+}
+
+/// Runs the frozen usage export (`{db_path}`, `{out}`) of group `g` into
+/// `out`; its output goes to `log`. A failed export is an error.
+pub(crate) fn export_usage(
+    l: &LineageState,
+    g: &Group,
+    out: &Path,
+    log: &Path,
+) -> anyhow::Result<()> {
+    let plan = run_plan::plan_of(l)?;
+    let values: BTreeMap<&str, String> = [
+        ("db_path", g.db_path.clone()),
+        ("out", out.display().to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
+        .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
+    if let Some(dir) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    }
+    let status = case::spawn_command(&argv, &case::child_env(l), log)?
+        .wait()
+        .map_err(|e| Error::io("wait for the usage export".to_string(), e))?;
+    if !status.success() {
+        return Err(Error::input(format!(
+            "the frozen usage export exited with {status} (its output: {})",
+            log.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// What one round of polls did.
+pub(crate) struct PollRound {
+    /// Attempts recorded.
+    pub attempts: usize,
+    /// Receipts found for the polled requests and ingested.
+    pub receipts: usize,
+}
+
+/// One poll of each of `request_ids` (group `group` of lineage `l`), the
+/// attempts recorded, then the receipts the usage export now carries for
+/// them ingested.
+pub(crate) fn poll_round(
+    cli: &Cli,
+    wait: Duration,
+    spec: &str,
+    l: &LineageState,
+    group: &str,
+    request_ids: &[String],
+) -> anyhow::Result<PollRound> {
+    let g = frozen_group(l, group)?;
+    let plan = run_plan::plan_of(l)?;
+    let dir = PathBuf::from(&g.out_dir).join("receipt-polls");
+    let group_ref = GroupRef {
+        lineage: l.frozen.lineage.clone(),
+        group: group.to_string(),
+    };
+    let done = attempts_so_far(cli, wait, &group_ref)?;
+    // Each attempt is recorded before it runs (its argv, as the attempt
+    // file), so a kill between the record and the command can only count
+    // an attempt that never ran: the budget is never exceeded.
+    let mut attempts = Vec::new();
+    for id in request_ids {
+        let attempt = dir.join(poll_file_name(id, done.polls_of(id) + 1));
+        let values: BTreeMap<&str, String> =
+            [("db_path", g.db_path.clone()), ("request_id", id.clone())]
+                .into_iter()
+                .collect();
+        let argv = crate::schema::plan::fill(&plan.evidence.reconcile, &values)
+            .map_err(|e| Error::input(format!("evidence.reconcile: {e}")))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        std::fs::write(&attempt, serde_json::to_vec(&argv)?)
+            .map_err(|e| Error::io(format!("write {}", attempt.display()), e))?;
+        attempts.push((attempt, argv));
+    }
+    record(
+        cli,
+        wait,
+        &group_ref,
+        RECONCILE_ROLE,
+        attempts.iter().map(|(a, _)| a.as_path()),
+    )?;
+    let mut outputs = Vec::new();
+    for (attempt, argv) in &attempts {
+        let output = attempt.with_extension("log");
+        // A failing attempt is still an attempt: its output is the record.
+        let _ = case::spawn_command(argv, &case::child_env(l), &output)?
+            .wait()
+            .map_err(|e| Error::io("wait for the receipt poll".to_string(), e))?;
+        outputs.push(output);
+    }
+    record(
+        cli,
+        wait,
+        &group_ref,
+        RECONCILE_OUTPUT_ROLE,
+        outputs.iter().map(PathBuf::as_path),
+    )?;
+    let attempts = attempts.len();
+    let receipts = ingest_found(cli, wait, spec, l, g, &dir, request_ids)?;
+    Ok(PollRound { attempts, receipts })
+}
+
+/// The polls the ledger already records for `group`.
+fn attempts_so_far(cli: &Cli, wait: Duration, group: &GroupRef) -> anyhow::Result<RunHistory> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let mut history = RunHistory::new(group.clone());
+    for rec in ledger.records()? {
+        let rec = rec?;
+        history.apply(rec.decoded.record.seq, &rec.decoded.event);
+    }
+    Ok(history)
+}
+
+/// The role of a poll attempt's output (what the reconcile command printed).
+pub(crate) const RECONCILE_OUTPUT_ROLE: &str = "bitrouter_reconcile_output";
+
+/// Records `paths` as artifacts of `role`, in one append.
+fn record<'p>(
+    cli: &Cli,
+    wait: Duration,
+    group: &GroupRef,
+    role: &str,
+    paths: impl Iterator<Item = &'p Path>,
+) -> anyhow::Result<()> {
+    let mut drafts = Vec::new();
+    for path in paths {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        drafts.push(Draft {
+            actor: cli.actor.clone(),
+            event: Event::ArtifactRecorded(ArtifactRecorded {
+                group: Some(group.clone()),
+                role: role.into(),
+                path: path.display().to_string(),
+                bytes: bytes.len() as u64,
+                blake3: blake3::hash(&bytes).to_hex().to_string(),
+            }),
+            idempotency_key: None,
+        });
+    }
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let appended = ledger.append(&drafts, now_utc_ns())?;
+    announce(&appended);
+    Ok(())
+}
+
+/// Exports the usage rows again and ingests, as receipts, the authoritative
+/// receipts they now carry for `request_ids`; returns how many.
+fn ingest_found(
+    cli: &Cli,
+    wait: Duration,
+    spec: &str,
+    l: &LineageState,
+    g: &Group,
+    dir: &Path,
+    request_ids: &[String],
+) -> anyhow::Result<usize> {
+    let stamp = now_utc_ns();
+    let usage = dir.join(format!("usage-{stamp}.jsonl"));
+    export_usage(l, g, &usage, &dir.join(format!("usage-{stamp}.log")))?;
+    let text = std::fs::read_to_string(&usage)
+        .map_err(|e| Error::io(format!("read {}", usage.display()), e))?;
+    let lines = receipts_of(&text, request_ids, &usage)?;
+    if lines.is_empty() {
+        return Ok(0);
+    }
+    let file = dir.join(format!("receipts-{stamp}.jsonl"));
+    std::fs::write(&file, lines.join("\n") + "\n")
+        .map_err(|e| Error::io(format!("write {}", file.display()), e))?;
+    let parse = crate::cli::ingest::row_parser("receipts").expect("receipts have a row parser");
+    crate::cli::ingest::ingest_file(cli, wait, spec, &file, "receipts", parse, false)?;
+    Ok(lines.len())
+}
+
+/// The `authoritative_receipt` objects of the usage rows of `request_ids`
+/// (empty objects and nulls are no receipt), one JSON line each.
+fn receipts_of(text: &str, request_ids: &[String], file: &Path) -> anyhow::Result<Vec<String>> {
+    let wanted: BTreeSet<&str> = request_ids.iter().map(String::as_str).collect();
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let row: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+            Error::input(format!("{} line {}: not JSON: {e}", file.display(), i + 1))
+        })?;
+        let id = row.get("request_id").and_then(|v| v.as_str()).unwrap_or("");
+        let receipt = row.get("authoritative_receipt");
+        let present = receipt
+            .and_then(|r| r.as_object())
+            .is_some_and(|o| !o.is_empty());
+        if wanted.contains(id) && present {
+            out.push(serde_json::to_string(receipt.expect("present"))?);
+        }
+    }
+    Ok(out)
+}
