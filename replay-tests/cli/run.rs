@@ -506,7 +506,9 @@ fn run_polls_receipts_within_the_budget_and_settles_from_the_receipt() {
     let (h, url) = polling(2, 12, 900);
     let r = run_until_sealed(&h, &url);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout.trim(), "canary-1 sealed: accepted");
+    assert_eq!(r.stdout.lines().next(), Some("canary-1 sealed: accepted"));
+    // then the verdict table, as `gate` prints it
+    assert!(r.stdout.contains("\n  requests      holds"), "{}", r.stdout);
     // Two attempts, each recorded with its output; the receipt the second
     // left in the usage export ingested as a receipt.
     assert_eq!(reconcile_attempts(&h), 2);
@@ -669,7 +671,9 @@ fn the_readme_walk_runs_as_written() {
     audit_clean(&h);
     let r = walk("canary-1");
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout.trim(), "canary-1 sealed: accepted");
+    assert_eq!(r.stdout.lines().next(), Some("canary-1 sealed: accepted"));
+    // then the verdict table, as `gate` prints it
+    assert!(r.stdout.contains("\n  requests      holds"), "{}", r.stdout);
     // control opens only after the accepted canary (GATE-5, LINEAGE-2).
     open_group(&h, &frozen, "control");
     let plan = h

@@ -339,6 +339,7 @@ impl Runner<'_> {
     fn done(&self, l: &LineageState, status: &str) -> anyhow::Result<ExitCode> {
         if !self.args.json {
             outln!("{} sealed: {status}", self.spec)?;
+            self.print_table()?;
         }
         if status == VerdictStatus::Accepted.as_str() && l.stopped.is_none() {
             return Ok(ExitCode::SUCCESS);
@@ -354,6 +355,19 @@ impl Runner<'_> {
             self.spec
         );
         Ok(ExitCode::from(ExitClass::CheckFailed.code()))
+    }
+
+    /// The sealed verdict's table, as `gate` prints it, replayed from the
+    /// log.
+    fn print_table(&self) -> anyhow::Result<()> {
+        let (lineage, _) = parse_group(&self.spec);
+        let ledger = Ledger::open(&self.cli.ledger, self.wait)?;
+        let state = crate::method::projections::replay_scanning(&ledger)?;
+        drop(ledger);
+        let l = state.lineage(lineage.as_deref())?;
+        let v = crate::method::verdict::group_verdict(&state, l, &self.group);
+        crate::cli::gate::print_verdict(&v, crate::cli::gate::Standing::of(l, &self.group))?;
+        Ok(())
     }
 
     /// Takes the batch's gates in order; stops at the first failing one so
