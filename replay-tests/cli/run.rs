@@ -632,6 +632,45 @@ fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
 }
 
 #[test]
+fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
+    // rule CASE-4, rule CASE-3
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let (h, url) = ready(2, 1);
+    let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
+    std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3", "sleep 2")).unwrap();
+    let child = run_cmd(&h, &url, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while records(&h, "case_started.v1").is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no case started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let r: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("was interrupted"), "{}", r.stderr);
+    // The running case ended, its exit and result recorded; nothing more
+    // was launched.
+    assert_eq!(starts(&h).len(), 1, "{:?}", starts(&h));
+    assert_eq!(records(&h, "case_process_exited.v1").len(), 1);
+    assert_eq!(records(&h, "trial_result_recorded.v2").len(), 1);
+    // Run again: it continues with the other identity.
+    let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    assert_eq!(starts(&h).len(), 2, "{:?}", starts(&h));
+    assert!(starts(&h).values().all(|n| *n == 1));
+}
+
+#[test]
 fn the_readme_walk_runs_as_written() {
     // rule FREEZE-7, rule GATE-5, rule LINEAGE-2, rule LINEAGE-3, rule VERDICT-4
     if cfg!(feature = "aws") {

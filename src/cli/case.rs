@@ -494,6 +494,9 @@ pub(crate) fn spawn_command(
     let log = std::fs::File::create(log_path)
         .map_err(|e| Error::io(format!("create {}", log_path.display()), e))?;
     let mut p = Process::new(&command[0]);
+    // Its own process group: a Ctrl-C at the operator's terminal reaches
+    // `run`, which decides (stop launching, wait), never the launched case.
+    std::os::unix::process::CommandExt::process_group(&mut p, 0);
     p.args(&command[1..])
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)

@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -83,6 +85,8 @@ struct Runner<'a> {
     /// When this run last polled receipts (SETTLE-8: polls are spaced by
     /// the frozen `receipt_poll_sec`).
     last_poll_utc_ns: Option<u64>,
+    /// Set by the first Ctrl-C (or SIGTERM): launch nothing more.
+    interrupted: Arc<AtomicBool>,
     /// When this run last sampled the run-tagged sandboxes, and whether a
     /// batch launched since (CLEAN-2: the peak is observed, not assumed).
     #[cfg(feature = "aws")]
@@ -105,6 +109,21 @@ fn aws_recorded() -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// Ctrl-C (SIGINT) or SIGTERM: the first sets the flag (`run` launches
+/// nothing more, waits for its running cases and ingests them); a second
+/// ends the process at once with exit 130, leaving them `started`, as a
+/// kill would (a rerun continues, CASE-4).
+fn interrupts() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag))
+            .map_err(|e| Error::io("install the Ctrl-C handler".to_string(), e))?;
+        signal_hook::flag::register(signal, Arc::clone(&flag))
+            .map_err(|e| Error::io("install the Ctrl-C handler".to_string(), e))?;
+    }
+    Ok(flag)
+}
+
 /// `run`.
 pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let spec = match &a.lineage {
@@ -123,6 +142,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         audit_failed_here: false,
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
+        interrupted: interrupts()?,
         #[cfg(feature = "aws")]
         last_sample: None,
         #[cfg(feature = "aws")]
@@ -248,7 +268,7 @@ impl Runner<'_> {
             results: &results,
             running_here: &running,
             history: &history,
-            stop_launching: false,
+            stop_launching: self.interrupted.load(Ordering::Relaxed),
             terminate: self.args.terminate,
             evidence_gathered: self.evidence_gathered,
             audit_failed_here: self.audit_failed_here,
@@ -307,7 +327,11 @@ impl Runner<'_> {
                 self.sample_if_due(l)?;
                 self.wait_for_exits(until_utc_ns).map(|()| None)
             }
-            Step::Paused => Ok(Some(ExitCode::SUCCESS)),
+            Step::Paused => Err(RunBlocked(format!(
+                "was interrupted: nothing more was launched, and every case it started has ended and is recorded; to continue, run `benchledger run {}` again",
+                self.spec
+            ))
+            .into()),
             Step::Close => {
                 self.wait_all()?;
                 self.say(&format!("closing {}", self.spec));
