@@ -246,10 +246,7 @@ fn seed() -> u64 {
 /// exit code, and a refusal never changes the head. rule LEDGER-1, LEDGER-2
 #[test]
 fn argv_fuzz_no_verb_panics_and_a_refusal_never_writes() {
-    let cases: usize = std::env::var("ARGV_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
+    let cases: usize = super::env_number("ARGV_FUZZ_CASES", 300);
     let seed = seed();
     eprintln!("argv fuzz: {cases} cases, ARGV_FUZZ_SEED={seed}");
     let mut verbs = Vec::new();

@@ -16,11 +16,11 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 
-use super::run::{audit_clean, kill_after, ready, records, run_cmd, starts};
+use super::run::{audit_clean, kill_delay, killed_after, ready, records, run_cmd, starts};
 use super::Harness;
 
 /// Processes appending and reading beside `run`.
@@ -151,16 +151,8 @@ pub(super) fn chaos_ledger(
         .collect();
     let mut kills = 0;
     while kills < kills_left.min(KILLS_PER_ROUND_MAX) {
-        *seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let after = Duration::from_millis(20 + (*seed >> 33) % 700);
-        let child = run(&h)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        if kill_after(child, after).is_some() {
+        let after = kill_delay(seed, 700);
+        if killed_after(run(&h), after).is_some() {
             break;
         }
         kills += 1;
@@ -226,14 +218,8 @@ fn chaos_run_killed_under_load_seals_with_the_uninterrupted_verdict() {
     if cfg!(feature = "aws") {
         return;
     }
-    let want: usize = std::env::var("BENCHLEDGER_CHAOS_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    let mut seed: u64 = std::env::var("BENCHLEDGER_CHAOS_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_261_202);
+    let want: usize = super::env_number("BENCHLEDGER_CHAOS_KILLS", 20);
+    let mut seed: u64 = super::env_number("BENCHLEDGER_CHAOS_SEED", 20_261_202);
     eprintln!("chaos: {want} kills, BENCHLEDGER_CHAOS_SEED={seed}");
     let (h, url) = ready(4, 2);
     assert_eq!(run_to_seal(&h, &url), 0);

@@ -30,6 +30,14 @@ mod run;
 #[path = "transparency.rs"]
 mod transparency;
 
+/// A number from the environment (a test's size or seed), or `default`.
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A temp dir with a ledger path inside; every command runs with a clean
 /// environment for the variables the CLI reads.
 struct Harness {

@@ -568,16 +568,8 @@ fn run_killed_while_polling_never_exceeds_the_attempt_budget() {
         // The receipt comes with the 3rd attempt; the budget is 3.
         let (h, url) = polling(3, 3, 8);
         for _ in 0..12 {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let after = Duration::from_millis(20 + (seed >> 33) % 1500);
-            let child = run_cmd(&h, &url, &[])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            if kill_after(child, after).is_some() {
+            let after = kill_delay(&mut seed, 1500);
+            if killed_after(run_cmd(&h, &url, &[]), after).is_some() {
                 break;
             }
         }
@@ -735,6 +727,26 @@ fn the_readme_walk_runs_as_written() {
     assert!(out.join("report.md").is_file());
 }
 
+/// One step of the kill tests' generator (an LCG over `seed`): a delay of
+/// 20 ms plus up to `spread_ms`.
+pub(super) fn kill_delay(seed: &mut u64, spread_ms: u64) -> Duration {
+    *seed = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    Duration::from_millis(20 + (*seed >> 33) % spread_ms)
+}
+
+/// Spawns `cmd` with its output discarded and SIGKILLs it after `after`;
+/// its exit code when it ended first.
+pub(super) fn killed_after(mut cmd: std::process::Command, after: Duration) -> Option<i32> {
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_after(child, after)
+}
+
 pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
     let t0 = Instant::now();
     while t0.elapsed() < after {
@@ -763,16 +775,8 @@ fn kill_round(seed: &mut u64) -> KillRound {
     let mut kills = 0;
     let mut code = None;
     for _ in 0..40 {
-        *seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let after = Duration::from_millis(20 + (*seed >> 33) % 500);
-        let child = run_cmd(&h, &url, &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        match kill_after(child, after) {
+        let after = kill_delay(seed, 500);
+        match killed_after(run_cmd(&h, &url, &[]), after) {
             None => kills += 1,
             Some(c) => {
                 code = Some(c);
@@ -829,14 +833,8 @@ fn run_killed_at_many_points_and_rerun_starts_every_identity_at_most_once_and_se
         return;
     }
     // At least 20 kill points (BENCHLEDGER_RUN_KILLS=200 by hand).
-    let want: usize = std::env::var("BENCHLEDGER_RUN_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    let mut seed: u64 = std::env::var("BENCHLEDGER_RUN_KILL_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(17);
+    let want: usize = super::env_number("BENCHLEDGER_RUN_KILLS", 20);
+    let mut seed: u64 = super::env_number("BENCHLEDGER_RUN_KILL_SEED", 17);
     let first_seed = seed;
     let t0 = Instant::now();
     let (mut kills, mut rounds, mut accepted, mut invalidated) = (0, 0, 0, 0);
@@ -1127,14 +1125,8 @@ mod moto {
     fn moto_chaos_run_killed_under_load_seals_as_the_uninterrupted_run() {
         // rule CASE-2, rule CASE-4, rule GATE-1, rule GATE-2, rule CLEAN-1
         let _moto = shared();
-        let want: usize = std::env::var("BENCHLEDGER_MOTO_CHAOS_KILLS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10);
-        let mut seed: u64 = std::env::var("BENCHLEDGER_CHAOS_SEED")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(20_261_202);
+        let want: usize = crate::env_number("BENCHLEDGER_MOTO_CHAOS_KILLS", 10);
+        let mut seed: u64 = crate::env_number("BENCHLEDGER_CHAOS_SEED", 20_261_202);
         eprintln!("moto chaos: {want} kills, BENCHLEDGER_CHAOS_SEED={seed}");
         let t0 = Instant::now();
         let (h, url, p) = on_moto(3, MOTO_PRINCIPAL);

@@ -28,6 +28,83 @@ enum Unit {
     Bytes,
 }
 
+/// `run`'s bar on stderr: the group's cases done of its identities, with
+/// the cases running and left, the next step and the lineage's spend
+/// against the safety limit; hidden when stderr is not a terminal.
+pub(crate) struct RunProgress {
+    bar: Option<ProgressBar>,
+}
+
+/// What `run`'s bar shows at one step.
+pub(crate) struct RunStanding<'a> {
+    pub done: u64,
+    pub total: u64,
+    pub running: u64,
+    pub left: u64,
+    pub step: &'a str,
+    pub spend_micro_usd: u64,
+    pub limit_micro_usd: u64,
+}
+
+impl RunProgress {
+    /// A bar labelled `label`, drawn only when `shown` and stderr is a
+    /// terminal.
+    pub(crate) fn new(label: &str, shown: bool) -> RunProgress {
+        if !shown || !enabled() {
+            return RunProgress { bar: None };
+        }
+        let style = ProgressStyle::with_template(
+            "{prefix}: {bar:24} {pos}/{len} cases done ({elapsed}, {eta} left) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bar = ProgressBar::new(0)
+            .with_style(style)
+            .with_prefix(label.to_string());
+        bar.enable_steady_tick(Duration::from_millis(500));
+        RunProgress { bar: Some(bar) }
+    }
+
+    /// Shows `s`.
+    pub(crate) fn update(&self, s: &RunStanding<'_>) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_length(s.total);
+        bar.set_position(s.done);
+        bar.set_message(format!(
+            "running {}, left {}; next: {}; spend {} of {}",
+            s.running,
+            s.left,
+            s.step,
+            dollars(s.spend_micro_usd),
+            dollars(s.limit_micro_usd)
+        ));
+    }
+
+    /// Prints `line` on stderr above the bar (or plainly without one).
+    pub(crate) fn println(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+impl Drop for RunProgress {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Micro-USD as dollars and cents, for a reader (rounded down).
+fn dollars(micro_usd: u64) -> String {
+    format!(
+        "${}.{:02}",
+        micro_usd / 1_000_000,
+        micro_usd % 1_000_000 / 10_000
+    )
+}
+
 /// One verb's progress on stderr; hidden when stderr is not a terminal.
 pub(crate) struct Progress {
     bar: Option<ProgressBar>,

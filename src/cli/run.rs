@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::cli::case::{self, Exited, StartRequest};
 use crate::cli::common::*;
 use crate::cli::out::outln;
+use crate::cli::progress::{RunProgress, RunStanding};
 use crate::cli::receipts;
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
@@ -87,6 +88,8 @@ struct Runner<'a> {
     last_poll_utc_ns: Option<u64>,
     /// Set by the first Ctrl-C (or SIGTERM): launch nothing more.
     interrupted: Arc<AtomicBool>,
+    /// The bar on stderr (a terminal only; never with `--json`).
+    progress: RunProgress,
     /// When this run last sampled the run-tagged sandboxes, and whether a
     /// batch launched since (CLEAN-2: the peak is observed, not assumed).
     #[cfg(feature = "aws")]
@@ -143,6 +146,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
         interrupted: interrupts()?,
+        progress: RunProgress::new(&a.group, !a.json && !a.plan),
         #[cfg(feature = "aws")]
         last_sample: None,
         #[cfg(feature = "aws")]
@@ -156,9 +160,19 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
     loop {
         r.reap()?;
         let (plan, l) = r.plan_now()?;
+        let next = serde_json::to_value(&plan.next)?;
         if a.json {
-            print_json(&serde_json::to_value(&plan.next)?)?;
+            print_json(&next)?;
         }
+        r.progress.update(&RunStanding {
+            done: plan.cases.done,
+            total: plan.cases.total,
+            running: plan.cases.running,
+            left: plan.cases.left,
+            step: next["step"].as_str().unwrap_or("?"),
+            spend_micro_usd: plan.spend_micro_usd,
+            limit_micro_usd: plan.spend_limit_micro_usd,
+        });
         if let Some(code) = r.act(&l, plan.next)? {
             return Ok(code);
         }
@@ -281,7 +295,7 @@ impl Runner<'_> {
 
     fn say(&self, line: &str) {
         if !self.args.json {
-            eprintln!("benchledger run: {line}");
+            self.progress.println(&format!("benchledger run: {line}"));
         }
     }
 
