@@ -212,6 +212,27 @@ pub(super) struct Round {
     pub verdict: (String, Vec<(String, bool)>),
 }
 
+impl Round {
+    /// Checks the ledger's verdict against the uninterrupted run's; whether
+    /// a kill invalidated a case. A kill between a case's start and its
+    /// launch consumes the identity without a result: the group is
+    /// `rejected_runtime`, as the method says. Every other ledger ends as
+    /// the uninterrupted run.
+    pub(super) fn check(
+        &self,
+        uninterrupted: &(String, Vec<(String, bool)>),
+        round: usize,
+    ) -> bool {
+        if self.invalidated == 0 {
+            assert_eq!(&self.verdict, uninterrupted, "round {round}");
+            false
+        } else {
+            assert_eq!(self.verdict.0, "rejected_runtime", "round {round}");
+            true
+        }
+    }
+}
+
 #[test]
 fn chaos_run_killed_under_load_seals_with_the_uninterrupted_verdict() {
     // rule CASE-2, rule CASE-4, rule LEDGER-1, rule LEDGER-3
@@ -230,15 +251,7 @@ fn chaos_run_killed_under_load_seals_with_the_uninterrupted_verdict() {
     let mut invalidated_rounds = 0;
     while kills < want {
         let round = chaos_round(&mut seed, want - kills);
-        // A kill between a case's start and its launch consumes the
-        // identity without a result: the group is rejected_runtime, as the
-        // method says. Every other ledger ends as the uninterrupted run.
-        if round.invalidated == 0 {
-            assert_eq!(round.verdict, uninterrupted, "round {rounds}");
-        } else {
-            assert_eq!(round.verdict.0, "rejected_runtime", "round {rounds}");
-            invalidated_rounds += 1;
-        }
+        invalidated_rounds += usize::from(round.check(&uninterrupted, rounds));
         kills += round.kills;
         rounds += 1;
     }
