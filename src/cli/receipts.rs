@@ -145,6 +145,21 @@ pub(crate) fn poll_round(
     Ok(PollRound { attempts, receipts })
 }
 
+/// No new attempt: the usage rows exported once more, and the receipts
+/// they carry for `request_ids` ingested; how many.
+pub(crate) fn collect(
+    cli: &Cli,
+    wait: Duration,
+    spec: &str,
+    l: &LineageState,
+    group: &str,
+    request_ids: &[String],
+) -> anyhow::Result<usize> {
+    let g = frozen_group(l, group)?;
+    let dir = PathBuf::from(&g.out_dir).join("receipt-polls");
+    ingest_found(cli, wait, spec, l, g, &dir, request_ids)
+}
+
 /// The polls the ledger already records for `group`.
 fn attempts_so_far(cli: &Cli, wait: Duration, group: &GroupRef) -> anyhow::Result<RunHistory> {
     let ledger = Ledger::open(&cli.ledger, wait)?;

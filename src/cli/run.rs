@@ -86,6 +86,8 @@ struct Runner<'a> {
     /// When this run last polled receipts (SETTLE-8: polls are spaced by
     /// the frozen `receipt_poll_sec`).
     last_poll_utc_ns: Option<u64>,
+    /// Whether this run has collected the receipts the usage export carries.
+    receipts_collected: bool,
     /// Set by the first Ctrl-C (or SIGTERM): launch nothing more.
     interrupted: Arc<AtomicBool>,
     /// The bar on stderr (a terminal only; never with `--json`).
@@ -145,6 +147,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         audit_failed_here: false,
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
+        receipts_collected: false,
         interrupted: interrupts()?,
         progress: RunProgress::new(&a.group, !a.json && !a.plan),
         #[cfg(feature = "aws")]
@@ -287,6 +290,7 @@ impl Runner<'_> {
             evidence_gathered: self.evidence_gathered,
             audit_failed_here: self.audit_failed_here,
             last_poll_utc_ns: self.last_poll_utc_ns,
+            receipts_collected: self.receipts_collected,
             aws_recorded: self.aws_recorded,
         };
         let plan = run_plan::next_step(&state, lineage.as_deref(), &self.group, &facts)?;
@@ -354,6 +358,15 @@ impl Runner<'_> {
             }
             Step::GatherEvidence => self.gather_evidence(l).map(|()| None),
             Step::PollReceipts { request_ids } => self.poll(l, &request_ids).map(|()| None),
+            Step::CollectReceipts { request_ids } => {
+                let found = receipts::collect(self.cli, self.wait, &self.spec, l, &self.group, &request_ids)?;
+                self.receipts_collected = true;
+                self.say(&format!(
+                    "the attempt budget is spent: {found} receipt(s) of {} pending request(s) collected from the usage export",
+                    request_ids.len()
+                ));
+                Ok(None)
+            }
             Step::WaitUntil { until_utc_ns, why } => {
                 self.say(&format!("waiting: {why}"));
                 let left = until_utc_ns.saturating_sub(now_utc_ns());
@@ -705,6 +718,7 @@ impl Runner<'_> {
         let round =
             receipts::poll_round(self.cli, self.wait, &self.spec, l, &self.group, request_ids)?;
         self.last_poll_utc_ns = Some(now_utc_ns());
+        self.receipts_collected = true;
         self.say(&format!(
             "receipt polls: {} attempt(s) recorded, {} receipt(s) ingested",
             round.attempts, round.receipts

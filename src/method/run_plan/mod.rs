@@ -62,6 +62,11 @@ pub struct Facts<'a> {
     pub audit_failed_here: bool,
     /// When this run last polled receipts, ns since the epoch.
     pub last_poll_utc_ns: Option<u64>,
+    /// Whether this process has exported the usage rows and ingested the
+    /// receipts they carry since it started (a receipt an earlier,
+    /// killed process's attempt fetched is collected once the budget is
+    /// spent, without a new attempt).
+    pub receipts_collected: bool,
     /// A build without the AWS gates relies on the identity, quota and
     /// residue observations an `aws` build recorded: they count while
     /// passing and fresh, not once per batch (`BENCHLEDGER_AWS_GATES=recorded`).
@@ -133,6 +138,13 @@ pub enum Step {
     GatherEvidence,
     /// Poll the receipts of these pending requests once each (SETTLE-8).
     PollReceipts {
+        /// The request ids.
+        request_ids: Vec<String>,
+    },
+    /// The attempt budget is spent: export the usage rows once more and
+    /// ingest the receipts they carry for these pending requests, with no
+    /// new attempt (SETTLE-8).
+    CollectReceipts {
         /// The request ids.
         request_ids: Vec<String>,
     },
@@ -493,6 +505,11 @@ fn after_close_step(l: &LineageState, plan: &Plan, g: &GroupState, f: &Facts<'_>
             .filter(|id| f.history.polls_of(id) < budget)
             .cloned()
             .collect();
+        if !plan.evidence.reconcile.is_empty() && pollable.is_empty() && !f.receipts_collected {
+            return Step::CollectReceipts {
+                request_ids: pending,
+            };
+        }
         if plan.evidence.reconcile.is_empty() || pollable.is_empty() {
             return Step::WaitUntil {
                 until_utc_ns: grace_end,

@@ -30,6 +30,7 @@ struct Given {
     evidence_gathered: bool,
     audit_failed_here: bool,
     last_poll: Option<u64>,
+    receipts_collected: bool,
     aws_recorded: bool,
 }
 
@@ -51,6 +52,7 @@ impl Given {
             evidence_gathered: false,
             audit_failed_here: false,
             last_poll: None,
+            receipts_collected: false,
             aws_recorded: false,
         }
     }
@@ -74,6 +76,7 @@ impl Given {
             evidence_gathered: self.evidence_gathered,
             audit_failed_here: self.audit_failed_here,
             last_poll_utc_ns: self.last_poll,
+            receipts_collected: self.receipts_collected,
             aws_recorded: self.aws_recorded,
         };
         next_step(&self.world.state, None, "canary-1", &facts).unwrap()
@@ -135,6 +138,7 @@ fn a_scored_group_before_its_canary_is_refused() {
         evidence_gathered: false,
         audit_failed_here: false,
         last_poll_utc_ns: None,
+        receipts_collected: false,
         aws_recorded: false,
     };
     let e = next_step(&g.world.state, None, "control", &f).unwrap_err();
@@ -513,6 +517,15 @@ fn pending_receipts_are_polled_within_the_budget_and_the_grace() {
     // Every attempt of the budget spent: wait for the grace to end.
     g.last_poll = None;
     g.history.polls.insert(poll_key(&id), 12);
+    // First (a process that has not looked yet, e.g. after a kill between
+    // an attempt and the ingest of its receipt): collect once, no attempt.
+    assert_eq!(
+        g.next(),
+        Step::CollectReceipts {
+            request_ids: vec![id.clone()]
+        }
+    );
+    g.receipts_collected = true;
     assert!(matches!(g.next(), Step::WaitUntil { why, .. } if why.contains("budget")));
     // The grace is over: audit and seal (pending rejects the group).
     g.world.advance_sec(901);
