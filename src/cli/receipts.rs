@@ -81,7 +81,8 @@ pub(crate) struct PollRound {
 }
 
 /// One poll of each of `request_ids` (group `group` of lineage `l`), the
-/// attempts recorded, then the receipts the usage export now carries for
+/// attempts recorded (numbered after those `done`, the history the step
+/// was planned from), then the receipts the usage export now carries for
 /// them ingested.
 pub(crate) fn poll_round(
     cli: &Cli,
@@ -90,6 +91,7 @@ pub(crate) fn poll_round(
     l: &LineageState,
     group: &str,
     request_ids: &[String],
+    done: &RunHistory,
 ) -> anyhow::Result<PollRound> {
     let g = frozen_group(l, group)?;
     let plan = run_plan::plan_of(l)?;
@@ -98,7 +100,6 @@ pub(crate) fn poll_round(
         lineage: l.frozen.lineage.clone(),
         group: group.to_string(),
     };
-    let done = attempts_so_far(cli, wait, &group_ref)?;
     // Each attempt is recorded before it runs (its argv, as the attempt
     // file), so a kill between the record and the command can only count
     // an attempt that never ran: the budget is never exceeded.
@@ -158,17 +159,6 @@ pub(crate) fn collect(
     let g = frozen_group(l, group)?;
     let dir = PathBuf::from(&g.out_dir).join("receipt-polls");
     ingest_found(cli, wait, spec, l, g, &dir, request_ids)
-}
-
-/// The polls the ledger already records for `group`.
-fn attempts_so_far(cli: &Cli, wait: Duration, group: &GroupRef) -> anyhow::Result<RunHistory> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
-    let mut history = RunHistory::new(group.clone());
-    for rec in ledger.records()? {
-        let rec = rec?;
-        history.apply(rec.decoded.record.seq, &rec.decoded.event);
-    }
-    Ok(history)
 }
 
 /// The role of a poll attempt's output (what the reconcile command printed).

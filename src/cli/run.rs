@@ -88,6 +88,10 @@ struct Runner<'a> {
     last_poll_utc_ns: Option<u64>,
     /// Whether this run has collected the receipts the usage export carries.
     receipts_collected: bool,
+    /// The group's `run` history as the last replay folded it (the step
+    /// being done was planned from it; the receipt polls number their
+    /// attempts by it).
+    history: RunHistory,
     /// Set by the first Ctrl-C (or SIGTERM): launch nothing more.
     interrupted: Arc<AtomicBool>,
     /// The bar on stderr (a terminal only; never with `--json`).
@@ -148,6 +152,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
         receipts_collected: false,
+        history: RunHistory::default(),
         interrupted: interrupts()?,
         progress: RunProgress::new(&a.group, !a.json && !a.plan),
         #[cfg(feature = "aws")]
@@ -265,7 +270,7 @@ struct RunBlocked(String);
 impl Runner<'_> {
     /// Replays the ledger, folds the history, gathers the facts and asks
     /// the planner for the next step (the lock is released on return).
-    fn plan_now(&self) -> anyhow::Result<(run_plan::RunPlan, LineageState)> {
+    fn plan_now(&mut self) -> anyhow::Result<(run_plan::RunPlan, LineageState)> {
         let (lineage, _) = parse_group(&self.spec);
         let ledger = Ledger::open(&self.cli.ledger, self.wait)?;
         let state = decide_state(&ledger)?;
@@ -294,6 +299,7 @@ impl Runner<'_> {
             aws_recorded: self.aws_recorded,
         };
         let plan = run_plan::next_step(&state, lineage.as_deref(), &self.group, &facts)?;
+        self.history = history;
         Ok((plan, l))
     }
 
@@ -715,8 +721,15 @@ impl Runner<'_> {
             "polling the receipts of {} pending request(s)",
             request_ids.len()
         ));
-        let round =
-            receipts::poll_round(self.cli, self.wait, &self.spec, l, &self.group, request_ids)?;
+        let round = receipts::poll_round(
+            self.cli,
+            self.wait,
+            &self.spec,
+            l,
+            &self.group,
+            request_ids,
+            &self.history,
+        )?;
         self.last_poll_utc_ns = Some(now_utc_ns());
         self.receipts_collected = true;
         self.say(&format!(

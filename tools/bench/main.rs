@@ -665,20 +665,7 @@ fn section_tlog(opts: &Opts, g: &Generated) -> Value {
     let mut inclusion = Vec::new();
     let mut consistency = Vec::new();
     for _ in 0..runs {
-        inclusion.push(spawn_timed(
-            &opts.bin,
-            &[
-                "--ledger",
-                &ledger,
-                "prove",
-                "inclusion",
-                &seq,
-                "--checkpoint",
-                &last_note,
-                "--vkey",
-                &vkey,
-            ],
-        ));
+        inclusion.push(prove_inclusion());
         consistency.push(spawn_timed(
             &opts.bin,
             &[
