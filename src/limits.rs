@@ -32,6 +32,9 @@ pub const LOCK_WAIT_MS_MAX: u64 = 3_600_000;
 /// Longest wait for sled's own file lock once the ledger lock is held (a
 /// process that just dropped its ledger may hold it for a few ms), in ms.
 pub const SLED_LOCK_WAIT_MS_MAX: u64 = 2_000;
+/// Longest wait, when a store is dropped, for sled's worker threads to
+/// release its file locks, in ms.
+pub const SLED_RELEASE_WAIT_MS_MAX: u64 = 5_000;
 /// Poll interval while waiting for the writer lock, in milliseconds.
 pub const LOCK_POLL_MS: u64 = 20;
 /// Longest line of an `export --jsonl` file that `import` reads, in bytes.

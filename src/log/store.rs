@@ -922,6 +922,44 @@ pub struct SledStore {
     /// Serializes appends of this process (a chunked append writes past the
     /// head before its commit point).
     append_lock: Mutex<()>,
+    /// Last field, so it drops after every sled handle above.
+    _released: LocksReleased,
+}
+
+/// Dropping a store returns only once sled's file locks are free again, so
+/// the same process can open the ledger right after (sled's worker threads
+/// may hold its lock a little past the handle's drop; under load, longer
+/// than `SLED_LOCK_WAIT_MS_MAX`). Bounded by `SLED_RELEASE_WAIT_MS_MAX`.
+struct LocksReleased {
+    dir: PathBuf,
+}
+
+impl Drop for LocksReleased {
+    fn drop(&mut self) {
+        let wait = std::time::Duration::from_millis(crate::limits::SLED_RELEASE_WAIT_MS_MAX);
+        wait_released(&self.dir, wait);
+    }
+}
+
+/// Waits until sled's file locks in ledger `dir` (main store and index) can
+/// be taken, up to `wait`; whether they could.
+fn wait_released(dir: &Path, wait: std::time::Duration) -> bool {
+    let started = std::time::Instant::now();
+    for sub in [STORE_DIR, INDEX_DIR] {
+        let Ok(file) = File::open(dir.join(sub).join(SLED_LOG_FILE)) else {
+            continue;
+        };
+        while let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+            if started.elapsed() >= wait {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(
+                crate::limits::LOCK_POLL_MS,
+            ));
+        }
+        // Dropping `file` releases the lock just taken.
+    }
+    true
 }
 
 /// Why a transaction was aborted.
@@ -959,6 +997,9 @@ impl SledStore {
             index: Mutex::new(None),
             witness: Mutex::new(witness),
             append_lock: Mutex::new(()),
+            _released: LocksReleased {
+                dir: dir.to_path_buf(),
+            },
         };
         Ok(store)
     }
@@ -1014,6 +1055,9 @@ impl SledStore {
             index: Mutex::new(None),
             witness: Mutex::new(witness),
             append_lock: Mutex::new(()),
+            _released: LocksReleased {
+                dir: dir.to_path_buf(),
+            },
         };
         if layout == Layout::Segments {
             store.discard_pending()?;
