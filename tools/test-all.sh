@@ -66,3 +66,9 @@ echo "== Parquet (feature parquet): the writer's tests, then the report's number
 cargo test --no-default-features --features parquet --lib cli::parquet
 cargo test --no-default-features --features parquet --test cli parquet
 bash tools/analysis/check.sh
+
+echo "== the main job, live (tools/demo.sh): canary-1, control, r1, r2 through \`benchledger run\` on the real BitRouter daemon, Harbor 0.25.0 + Terminus 2 and moto, all on 127.0.0.1; builds bro from the crate registry when missing =="
+live_dir="$(mktemp -d)"
+bash tools/demo.sh --run-dir "${live_dir}/run"
+
+echo "== all tests passed in ${SECONDS} s =="

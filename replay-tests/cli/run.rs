@@ -86,7 +86,7 @@ fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
     std::fs::write(
         &launch,
         format!(
-            "#!/bin/sh\nset -e\nsleep 0.3\nd=\"$2/standin/$1\"\nmkdir -p \"$d\"\ncp \"{root}/stash/$1.json\" \"$d/result.json.tmp\"\nmv \"$d/result.json.tmp\" \"$d/result.json\"\n"
+            "#!/bin/sh\nset -e\nsleep 0.3\nd=\"$2/{L}-canary-1/$1\"\nmkdir -p \"$d\"\ncp \"{root}/stash/$1.json\" \"$d/result.json.tmp\"\nmv \"$d/result.json.tmp\" \"$d/result.json\"\n"
         ),
     )
     .unwrap();
@@ -117,7 +117,14 @@ fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
             launch.display()
         ),
     );
-    let m = replace_line(&m, "timeout_sec = 7200", "timeout_sec = 4");
+    // A plan that renders differently from v1 (an extra agent kwarg), as
+    // every real plan does: BIND-1 must compare against the planned
+    // rendering (it once rendered v1 and rejected every such case).
+    let m = replace_line(
+        &m,
+        "timeout_sec = 7200",
+        "timeout_sec = 4\n\n[launch.agent_kwargs]\nmax_turns = 7",
+    );
     replace_line(
         &m,
         "usage_export = ",
@@ -398,6 +405,11 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         return; // moto::moto_run_* take this path against moto
     }
     let (h, url) = ready(3, 2);
+    // Another group's finished trial in its own job directory: never this
+    // group's evidence (run reads only canary-1's job directory).
+    let other = h.path(&format!("srv/{L}/jobs/{L}-control/hello-world__control-t1"));
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(PASS, other.join("result.json")).unwrap();
     let plan = h
         .ok(&["run", "canary-1", "--plan", "--json", "--daemon-url", &url])
         .json();
@@ -444,14 +456,14 @@ fn polling(settles_after: u32, attempts: u32, grace_sec: u32) -> (Harness, Strin
     .unwrap();
     std::fs::write(
         h.path("export.sh"),
-        format!("#!/bin/sh\nn=$(cat {root}/polls 2>/dev/null || echo 0)\nif [ \"$n\" -ge {settles_after} ]; then cp {root}/usage-settled.jsonl \"$1\"; else cp {root}/usage-pending.jsonl \"$1\"; fi\n"),
+        format!("#!/bin/sh\necho \"$2\" > {root}/since\nn=$(cat {root}/polls 2>/dev/null || echo 0)\nif [ \"$n\" -ge {settles_after} ]; then cp {root}/usage-settled.jsonl \"$1\"; else cp {root}/usage-pending.jsonl \"$1\"; fi\n"),
     )
     .unwrap();
     let public = manifest(&h, 1, 1);
     let public = replace_line(
         &public,
         "usage_export = ",
-        &format!("usage_export = [\"sh\", \"{root}/export.sh\", \"{{out}}\"]"),
+        &format!("usage_export = [\"sh\", \"{root}/export.sh\", \"{{out}}\", \"{{opened_at}}\"]"),
     );
     let public = replace_line(
         &public,
@@ -526,6 +538,97 @@ fn run_polls_receipts_within_the_budget_and_settles_from_the_receipt() {
         .filter(|r| r["payload"]["role"] == "bitrouter_reconcile_output")
         .count();
     assert_eq!(outputs, 2);
+    // The usage export scanned from the group's open, whole seconds
+    // (`{opened_at}`; JOIN-2: a window bounds a scan).
+    let opened = records(&h, "group_opened.v1")[0]["recorded_at_utc_ns"]
+        .as_u64()
+        .unwrap();
+    let since = std::fs::read_to_string(h.path("since")).unwrap();
+    assert_eq!(
+        since.trim_end(),
+        benchledger::schema::time::rfc3339_utc_sec(opened)
+    );
+}
+
+#[test]
+fn run_signs_the_seal_with_a_frozen_operator_key_and_refuses_another_up_front() {
+    // rule TRUST-1, rule TRUST-3
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let (h, url) = ready(1, 1);
+    let (alice, bob) = (h.example_key("alice"), h.example_key("bob"));
+    let before = h.head_bytes();
+    let r: Run = run_cmd(&h, &url, &["--key", &bob]).output().unwrap().into();
+    assert_eq!(
+        r.code, 3,
+        "bob is the reviewer, not an operator: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("TRUST-3") && r.stderr.contains("--key"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(h.head_bytes(), before, "nothing ran");
+    let r: Run = run_cmd(&h, &url, &["--key", &alice])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    audit_clean(&h);
+    let r: Run = run_cmd(&h, &url, &["--key", &alice])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let cps = records(&h, "checkpoint_recorded.v1");
+    let sealed = cps
+        .iter()
+        .find(|c| !c["payload"]["sealed"].is_null())
+        .expect("the seal's checkpoint");
+    assert!(
+        sealed["payload"]["signer"]
+            .as_str()
+            .unwrap()
+            .starts_with("alice+"),
+        "{sealed}"
+    );
+    assert!(sealed["payload"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("\n— alice "));
+}
+
+#[test]
+fn run_sends_the_sentinels_through_the_sentinel_url_and_health_to_the_daemon() {
+    // rule GATE-3: sentinel request ids never enter a group's sets, so the
+    // sentinels can go through another daemon (the preflight one).
+    if cfg!(feature = "aws") {
+        return;
+    }
+    let (h, url) = ready(1, 1);
+    let preflight = daemon();
+    let r: Run = run_cmd(&h, &url, &["--sentinel-url", &preflight])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    let checks = records(&h, "check_recorded.v1");
+    let text = |r: &Value| r.to_string();
+    let sentinels: Vec<_> = checks
+        .iter()
+        .filter(|r| text(r).contains("provider_sentinel"))
+        .collect();
+    let health: Vec<_> = checks
+        .iter()
+        .filter(|r| text(r).contains("daemon_health"))
+        .collect();
+    assert!(!sentinels.is_empty() && !health.is_empty(), "{checks:?}");
+    assert!(sentinels
+        .iter()
+        .all(|r| text(r).contains(&preflight) && !text(r).contains(&url)));
+    assert!(health.iter().all(|r| text(r).contains(&url)));
 }
 
 #[test]

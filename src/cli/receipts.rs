@@ -38,7 +38,20 @@ pub(crate) fn frozen_group<'l>(l: &'l LineageState, name: &str) -> anyhow::Resul
         .ok_or_else(|| Error::input(format!("group {name:?} is not frozen")).into())
 }
 
-/// Runs the frozen usage export (`{db_path}`, `{out}`) of group `g` into
+/// The placeholders every evidence command of group `g` may use: its
+/// `{db_path}`, and `{opened_at}` (the group's `group_opened` time, whole
+/// seconds rounded down, RFC 3339 UTC) once it is open, so a database
+/// shared across groups (LINEAGE-8) can be scanned from the group's start
+/// (JOIN-2: a window bounds a scan, never decides membership).
+fn evidence_values<'a>(l: &LineageState, g: &Group) -> BTreeMap<&'a str, String> {
+    let mut values = BTreeMap::from([("db_path", g.db_path.clone())]);
+    if let Some((at, _)) = l.groups.get(&g.name).and_then(|s| s.opened.as_ref()) {
+        values.insert("opened_at", crate::schema::time::rfc3339_utc_sec(at.utc_ns));
+    }
+    values
+}
+
+/// Runs the frozen usage export (`{db_path}`, `{out}`, `{opened_at}`) of group `g` into
 /// `out`; its output goes to `log`. A failed export is an error.
 pub(crate) fn export_usage(
     l: &LineageState,
@@ -47,12 +60,8 @@ pub(crate) fn export_usage(
     log: &Path,
 ) -> anyhow::Result<()> {
     let plan = run_plan::plan_of(l)?;
-    let values: BTreeMap<&str, String> = [
-        ("db_path", g.db_path.clone()),
-        ("out", out.display().to_string()),
-    ]
-    .into_iter()
-    .collect();
+    let mut values = evidence_values(l, g);
+    values.insert("out", out.display().to_string());
     let argv = crate::schema::plan::fill(&plan.evidence.usage_export, &values)
         .map_err(|e| Error::input(format!("evidence.usage_export: {e}")))?;
     if let Some(dir) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -106,10 +115,8 @@ pub(crate) fn poll_round(
     let mut attempts = Vec::new();
     for id in request_ids {
         let attempt = dir.join(poll_file_name(id, done.polls_of(id) + 1));
-        let values: BTreeMap<&str, String> =
-            [("db_path", g.db_path.clone()), ("request_id", id.clone())]
-                .into_iter()
-                .collect();
+        let mut values = evidence_values(l, g);
+        values.insert("request_id", id.clone());
         let argv = crate::schema::plan::fill(&plan.evidence.reconcile, &values)
             .map_err(|e| Error::input(format!("evidence.reconcile: {e}")))?;
         std::fs::create_dir_all(&dir)

@@ -49,13 +49,24 @@ pub struct RunArgs {
     /// Terminate what the cleanup audit proves is the run's (CLEAN-2).
     #[arg(long)]
     pub terminate: bool,
-    /// The base URL of the group's daemon (health and sentinels); default
-    /// the frozen daemon host and the group's first port.
+    /// The base URL of the group's daemon (health, and sentinels unless
+    /// --sentinel-url); default the frozen daemon host and the group's
+    /// first port.
     #[arg(long, value_name = "URL")]
     pub daemon_url: Option<String>,
+    /// The base URL the provider sentinels go through (GATE-3), e.g. a
+    /// preflight daemon with the same routes, so that no sentinel request
+    /// enters the group's traces ("sentinel request ids never enter a
+    /// group's sets"); default the group's daemon.
+    #[arg(long, value_name = "URL")]
+    pub sentinel_url: Option<String>,
     /// The private manifest (the AWS gates need its commitments).
     #[arg(long, value_name = "FILE")]
     pub private: Option<PathBuf>,
+    /// Sign the seal's checkpoint with this operator key file (one of the
+    /// frozen `[signers] operators`, TRUST-1); read before anything runs.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
     /// Milliseconds between looks at the launched processes.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub poll_ms: u64,
@@ -77,6 +88,8 @@ struct Runner<'a> {
     cli: &'a Cli,
     wait: Duration,
     args: &'a RunArgs,
+    /// The operator key the seal's checkpoint is signed with.
+    key: Option<crate::log::tlog::SignerKey>,
     spec: String,
     group: String,
     running: BTreeMap<CaseRef, Running>,
@@ -140,10 +153,16 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         _ => a.group.clone(),
     };
     let (_, group) = parse_group(&spec);
+    let key = a
+        .key
+        .as_deref()
+        .map(crate::cli::trust::read_signer_key)
+        .transpose()?;
     let mut r = Runner {
         cli,
         wait,
         args: a,
+        key,
         spec,
         group,
         running: BTreeMap::new(),
@@ -164,6 +183,14 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         r.aws_recorded = !cfg!(feature = "aws");
         let plan = r.plan_now()?.0;
         return print_plan(&plan, a.json);
+    }
+    if let Some(verifier) = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier) {
+        // TRUST-3 before anything runs, not at the seal hours later.
+        let (_, l) = r.plan_now()?;
+        crate::method::trust::check_seal_signer(&l, &verifier).map_err(|why| Error::Refused {
+            rule: Rule::Trust3,
+            message: format!("--key: {why}; nothing was run"),
+        })?;
     }
     loop {
         r.reap()?;
@@ -219,31 +246,37 @@ fn print_plan(plan: &run_plan::RunPlan, as_json: bool) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// The Harbor trial directories under the jobs dir (job dirs hold trial
-/// dirs), and those with a `result.json`.
-fn trial_dirs(jobs: &Path) -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
+/// The Harbor trial directories in the group's job directory, and those
+/// with a `result.json`.
+fn trial_dirs(job: &Path) -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
     let (mut dirs, mut results) = (BTreeSet::new(), BTreeSet::new());
-    let Ok(jobs_list) = std::fs::read_dir(jobs) else {
+    let Ok(trials) = std::fs::read_dir(job) else {
         return Ok((dirs, results));
     };
-    for job in jobs_list {
-        let job = job?;
-        if !job.file_type()?.is_dir() {
+    for trial in trials {
+        let trial = trial?;
+        if !trial.file_type()?.is_dir() {
             continue;
         }
-        for trial in std::fs::read_dir(job.path())? {
-            let trial = trial?;
-            if !trial.file_type()?.is_dir() {
-                continue;
-            }
-            let name = trial.file_name().to_string_lossy().into_owned();
-            if trial.path().join("result.json").is_file() {
-                results.insert(name.clone());
-            }
-            dirs.insert(name);
+        let name = trial.file_name().to_string_lossy().into_owned();
+        if trial.path().join("result.json").is_file() {
+            results.insert(name.clone());
         }
+        dirs.insert(name);
     }
     Ok((dirs, results))
+}
+
+/// The group's Harbor job directory, `{jobs_dir}/{job_name}`: the
+/// `trials_dir` of every TrialConfig rendered for the group, so it holds
+/// this group's trials and no other's.
+fn job_dir(l: &LineageState, group: &str) -> PathBuf {
+    let m = &l.frozen.manifest.public;
+    let jobs = PathBuf::from(&m.harbor.jobs_dir);
+    m.groups
+        .iter()
+        .find(|g| g.name == group)
+        .map_or(jobs.clone(), |g| jobs.join(&g.job_name))
 }
 
 /// The group's frozen output directory.
@@ -281,8 +314,7 @@ impl Runner<'_> {
             history.apply(rec.decoded.record.seq, &rec.decoded.event);
         }
         drop(ledger);
-        let jobs = PathBuf::from(&l.frozen.manifest.public.harbor.jobs_dir);
-        let (dirs, results) = trial_dirs(&jobs)?;
+        let (dirs, results) = trial_dirs(&job_dir(&l, &self.group))?;
         let running: BTreeSet<CaseRef> = self.running.keys().cloned().collect();
         let facts = Facts {
             now_utc_ns: now_utc_ns(),
@@ -342,8 +374,8 @@ impl Runner<'_> {
             }
             Step::IngestResults { cases } => {
                 self.say(&format!("ingesting {} Harbor result(s)", cases.len()));
-                let jobs = PathBuf::from(&l.frozen.manifest.public.harbor.jobs_dir);
-                crate::cli::ingest::ingest_harbor_dir(self.cli, self.wait, &self.spec, &jobs)?;
+                let job = job_dir(l, &self.group);
+                crate::cli::ingest::ingest_harbor_dir(self.cli, self.wait, &self.spec, &job)?;
                 Ok(None)
             }
             Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
@@ -381,7 +413,7 @@ impl Runner<'_> {
             }
             Step::Audit | Step::Terminate { .. } => self.cleanup(l, &step).map(|()| None),
             Step::Seal => {
-                let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec, None)?;
+                let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec, self.key.as_ref())?;
                 self.say(&format!("sealed {}: {}", self.spec, s.status));
                 Ok(None)
             }
@@ -445,7 +477,10 @@ impl Runner<'_> {
                     r.obs.status
                 }
                 GateId::Sentinel(tier) => {
-                    let base = self.daemon_base(l)?;
+                    let base = match &self.args.sentinel_url {
+                        Some(url) => url.clone(),
+                        None => self.daemon_base(l)?,
+                    };
                     let r = crate::cli::check::sentinel(
                         self.cli,
                         self.wait,

@@ -273,7 +273,8 @@ workflow-state bundle rejects it (rule SETTLE-1)";
 pub const LEGACY_OUTCOME: &str = "missing; this is the legacy outcome format from before \
 request ids (bitrouter #757, jul 29), which is also the stale bundle-smoke format: a row \
 without request_id cannot join its request (rule JOIN-2) and is analytical only (rule JOIN-4); \
-read the file as analytical-only outcomes if that is intended";
+read the file as analytical-only outcomes if that is intended, or name the row's trial \
+(trial_name) to make it a task-scoped outcome that joins by case (rule JOIN-3)";
 
 /// The refusal of an adapter-side decision row of `route-evidence-run`.
 pub const ADAPTER_DECISION: &str = "not a bitrouter policy decision record: this is an \
@@ -929,14 +930,17 @@ pub fn read_receipt_document(
 // ---------------------------------------------------------------------------
 
 /// Parses one benchmark outcome row (`BenchmarkOutcomeRecord`) into
-/// [`OutcomeRecorded`], strictly: `request_id` is required (rule JOIN-1,
-/// JOIN-2).
+/// [`OutcomeRecorded`], strictly: a row joins its request by `request_id`
+/// (rule JOIN-1, JOIN-2), or, without one, names its trial (`trial_name`)
+/// and is a task-scoped outcome that joins by case (rule JOIN-3: one
+/// verifier reward per trial, never copied onto every request).
 ///
 /// Decision on the legacy format (rows without `request_id`, as in
 /// `test-inline/benchmark-outcome-legacy.jsonl` and the byte-identical stale
 /// `bundle-smoke/benchmark-outcomes.jsonl`): this parser refuses them with
 /// [`LEGACY_OUTCOME`], since the two cannot be told apart by shape and a
-/// strict join must not meet them unannounced; [`parse_outcome_analytical`]
+/// strict join must not meet them unannounced (neither carries a
+/// `trial_name`, so a row that does is task-scoped); [`parse_outcome_analytical`]
 /// accepts them with `request_id: None`, for an operator who asks for
 /// analytical-only outcomes (rule JOIN-4).
 ///
@@ -961,7 +965,9 @@ fn outcome(line: &[u8], group: &GroupRef, analytical: bool) -> FieldResult<Outco
     let loaded = load_object(line, &[])?;
     let o = Obj::root(&loaded.map);
     let request_id = match o.present("request_id") {
-        None if !analytical => return Err(FieldError::new("request_id", LEGACY_OUTCOME)),
+        None if !analytical && o.present("trial_name").is_none() => {
+            return Err(FieldError::new("request_id", LEGACY_OUTCOME))
+        }
         None => None,
         Some(_) => Some(o.id("request_id")?.to_string()),
     };
@@ -1339,6 +1345,21 @@ mod tests {
         assert_eq!(legacy[0].reward, "0.0");
         assert_eq!(legacy[0].task_id, "filter-js-from-html");
         assert_eq!(legacy[0].failed_reason.as_deref(), Some("verifier_failed"));
+        // The same row naming its trial is a task-scoped outcome, strictly
+        // (rule JOIN-3: it joins by case, not by request).
+        let text = std::fs::read_to_string(format!(
+            "{SHARED}/test-inline/benchmark-outcome-legacy.jsonl"
+        ))
+        .unwrap();
+        let named = text
+            .trim_end()
+            .replace('}', ",\"trial_name\":\"filter-js-from-html__abc1234\"}");
+        let task = parse_outcome(named.as_bytes(), &g()).unwrap();
+        assert_eq!(task.request_id, None);
+        assert_eq!(
+            task.trial_name.as_deref(),
+            Some("filter-js-from-html__abc1234")
+        );
 
         // adapter-side decision rows of an unmerged branch
         check("route-evidence-run/decisions.jsonl");
@@ -1929,7 +1950,7 @@ mod tests {
             (edited(&o, |m| set(m, "reward", None)), at("reward", "missing")),
             (edited(&o, |m| set(m, "task_id", None)), at("task_id", "missing")),
             (edited(&o, |m| set(m, "session_key", Some(json!("")))), at("session_key", "is empty")),
-            (edited(&o, |m| set(m, "request_id", None)), at("request_id", LEGACY_OUTCOME)),
+            (edited(&o, |m| { set(m, "request_id", None); set(m, "trial_name", None) }), at("request_id", LEGACY_OUTCOME)),
             (edited(&o, |m| set(m, "finished_at", Some(json!("soon")))),
              at("finished_at", "expected an rfc 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.f](Z|+HH:MM)), found \"soon\"")),
         ];

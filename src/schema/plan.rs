@@ -119,7 +119,7 @@ pub struct Signers {
 }
 
 /// Every placeholder an argv template may use.
-pub const PLACEHOLDERS: [&str; 10] = [
+pub const PLACEHOLDERS: [&str; 11] = [
     "config",
     "trial_name",
     "jobs_dir",
@@ -130,6 +130,7 @@ pub const PLACEHOLDERS: [&str; 10] = [
     "db_path",
     "out",
     "request_id",
+    "opened_at",
 ];
 
 /// The `{placeholder}` names a word uses, or the first malformed one.

@@ -404,6 +404,16 @@ pub fn rfc3339_utc_ns(ns: u64) -> String {
     )
 }
 
+/// Formats `ns` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`, rounded down to
+/// the whole second.
+pub fn rfc3339_utc_sec(ns: u64) -> String {
+    let text = rfc3339_utc_ns(ns);
+    let (seconds, _) = text
+        .split_once('.')
+        .expect("rfc3339_utc_ns always writes nine fraction digits");
+    format!("{seconds}Z")
+}
+
 /// The current time in ns since the epoch. Only the CLI calls this.
 pub fn now_utc_ns() -> u64 {
     std::time::SystemTime::now()

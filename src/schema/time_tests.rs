@@ -28,6 +28,16 @@ fn known_instants() {
 }
 
 #[test]
+fn whole_seconds_round_down() {
+    assert_eq!(rfc3339_utc_sec(0), "1970-01-01T00:00:00Z");
+    assert_eq!(
+        rfc3339_utc_sec(1_796_000_000_999_999_999),
+        "2026-11-30T00:53:20Z"
+    );
+    assert_eq!(rfc3339_utc_sec(u64::MAX), "2554-07-21T23:34:33Z");
+}
+
+#[test]
 fn the_formatter_and_the_parser_agree() {
     for value in [
         0u64,

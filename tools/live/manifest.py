@@ -49,6 +49,7 @@ REPO = HERE.parents[1]
 TASKS_DIR = HERE / "tasks"
 HARBOR_PY = REPO / "tools" / ".venv-harbor" / "bin" / "python"
 VALIDATOR = "tools/harbor/validate_trial_config.py"
+LAUNCH = "tools/live/launch.py"  # the frozen launch: one trial, then its outcome rows
 
 CANARY_TASK = "hello-file"
 SCORED_TASKS = ["json-config", "fizzbuzz-script", "sorted-words", "sum-numbers",
@@ -181,6 +182,10 @@ def main() -> int:
     ap.add_argument("--lineage", help="default live-<UTC time> (a new label for every lineage, FREEZE-3)")
     ap.add_argument("--bro", default=os.environ.get("BENCHLEDGER_LIVE_BRO", str(REPO / "target/live-tools/bin/bro")))
     ap.add_argument("--max-turns", type=int, default=12)
+    ap.add_argument("--operator-vkey", default=OPERATOR_KEY,
+                    help="the operator's C2SP verifier key (`benchledger key generate`); default the example alice")
+    ap.add_argument("--reviewer-vkey", default=REVIEWER_KEY,
+                    help="the reviewer's verifier key; default the example bob")
     args = ap.parse_args()
 
     run = Path(args.run_dir).resolve()
@@ -373,7 +378,7 @@ def main() -> int:
     w(f"program_blake3 = {q(validator_blake3)}")
     w('harbor_version = "0.25.0"')
     w("\n[launch]")
-    w(f"command = {arr(['harbor', 'trial', 'start', '-c', '{config}'])}")
+    w(f"command = {arr(['tools/.venv-harbor/bin/python', LAUNCH, '--live', str(run / 'live.json'), '--group', '{group}', '--config', '{config}'])}")
     w("timeout_sec = 900")
     w('environment_import_path = "benchledger_live.environment:LiveSandboxEnvironment"')
     w(f"tasks_dir = {q(str(TASKS_DIR))}")
@@ -390,15 +395,15 @@ def main() -> int:
     w("record_terminal_session = false")
     w("\n[evidence]")
     w("usage_export = " + arr([str(bro), "workflow-state", "metering-usage", "--database-url", "sqlite://{db_path}",
-                               "--output", "{out}", "--since", "2000-01-01T00:00:00Z"]))
+                               "--output", "{out}", "--since", "{opened_at}"]))
     w("reconcile = " + arr([str(bro), "workflow-state", "reconcile-metering", "--database-url", "sqlite://{db_path}",
                             "--api-base", f"http://127.0.0.1:{provider_port}/v1", "--api-key-env", "LIVE_SETTLEMENT_API_KEY",
                             "--price", "ambient:moonshotai/kimi-k2.7-code=0.84,0.84,0.84,3.99",
                             "--max-attempts", "12", "--poll-interval-ms", "500", "--request-id", "{request_id}"]))
     w("receipt_poll_sec = 5")
     w("\n[signers]")
-    w(f"operators = [{q(OPERATOR_KEY)}]")
-    w(f"reviewers = [{q(REVIEWER_KEY)}]")
+    w(f"operators = [{q(args.operator_vkey)}]")
+    w(f"reviewers = [{q(args.reviewer_vkey)}]")
     w("witnesses = []")
     (run / "manifest.toml").write_text("\n".join(m) + "\n")
 
