@@ -1522,7 +1522,12 @@ mod ingest {
             ),
             (
                 "outcomes",
-                first_row_edited("outcomes", remove("request_id")),
+                // without its trial's name too: a row naming its trial is
+                // a task-scoped outcome (JOIN-3)
+                first_row_edited("outcomes", |m: &mut serde_json::Map<String, Value>| {
+                    m.remove("request_id");
+                    m.remove("trial_name");
+                }),
                 "request_id",
             ),
             (
