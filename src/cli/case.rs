@@ -163,12 +163,7 @@ pub fn run_case(cli: &Cli, cmd: &CaseCommand, wait: Duration) -> anyhow::Result<
                 // CASE-8, CASE-6, VERDICT-3).
                 crate::method::decide::render_identity(&state, lineage.as_deref(), &group, &case)?;
                 let l = state.lineage(lineage.as_deref())?;
-                let r = crate::method::trial_config::render_planned(
-                    &l.frozen.manifest.public,
-                    l.plan.as_ref(),
-                    &group,
-                    &case,
-                )?;
+                let r = crate::method::trial_config::render_frozen(l, &group, &case)?;
                 crate::cli::out::Out.write_all(&r.bytes)?;
                 return Ok(ExitCode::SUCCESS);
             };
@@ -215,12 +210,7 @@ pub(crate) fn render_config(
     let state = decide_state(&ledger)?;
     crate::method::decide::render_identity(&state, lineage.as_deref(), &group, case)?;
     let l = state.lineage(lineage.as_deref())?;
-    let r = crate::method::trial_config::render_planned(
-        &l.frozen.manifest.public,
-        l.plan.as_ref(),
-        &group,
-        case,
-    )?;
+    let r = crate::method::trial_config::render_frozen(l, &group, case)?;
     std::fs::write(out, &r.bytes).map_err(|e| Error::io(format!("write {}", out.display()), e))?;
     let event = Event::ArtifactRecorded(ArtifactRecorded {
         group: Some(GroupRef {
@@ -336,7 +326,7 @@ pub(crate) fn start_case(
     // naming the rule (LINEAGE-1, CASE-8) before it looks at the config.
     let config_blake3 = match r.config {
         Some(path) => blake3_file(path)?.1,
-        None => crate::method::trial_config::render_planned(m, l.plan.as_ref(), &group, &case)
+        None => crate::method::trial_config::render_frozen(l, &group, &case)
             .map(|r| r.blake3)
             .unwrap_or_default(),
     };

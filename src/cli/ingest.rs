@@ -577,14 +577,9 @@ fn push_trial(
         .into());
     }
     let l = state.lineage(Some(&g.lineage))?;
-    let differences = crate::method::trial_config::render_planned(
-        &l.frozen.manifest.public,
-        l.plan.as_ref(),
-        &g.group,
-        case,
-    )
-    .map(|r| crate::schema::trial_content::differences(&r.config, &parsed.config))
-    .unwrap_or_default();
+    let differences = crate::method::trial_config::render_frozen(l, &g.group, case)
+        .map(|r| crate::schema::trial_content::differences(&r.config, &parsed.config))
+        .unwrap_or_default();
     let reward_files = harbor::read_reward_files(t)?;
     if let Some(result) = &t.result {
         let bytes = std::fs::read(&result.path)

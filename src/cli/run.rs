@@ -184,17 +184,20 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         let plan = r.plan_now()?.0;
         return print_plan(&plan, a.json);
     }
-    if let Some(verifier) = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier) {
-        // TRUST-3 before anything runs, not at the seal hours later.
-        let (_, l) = r.plan_now()?;
-        crate::method::trust::check_seal_signer(&l, &verifier).map_err(|why| Error::Refused {
-            rule: Rule::Trust3,
-            message: format!("--key: {why}; nothing was run"),
-        })?;
-    }
+    // TRUST-3 on the first replay, before anything runs, not at the seal
+    // hours later.
+    let mut unchecked_key = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier);
     loop {
         r.reap()?;
         let (plan, l) = r.plan_now()?;
+        if let Some(verifier) = unchecked_key.take() {
+            crate::method::trust::check_seal_signer(&l, &verifier).map_err(|why| {
+                Error::Refused {
+                    rule: Rule::Trust3,
+                    message: format!("--key: {why}; nothing was run"),
+                }
+            })?;
+        }
         let next = serde_json::to_value(&plan.next)?;
         if a.json {
             print_json(&next)?;
@@ -267,16 +270,14 @@ fn trial_dirs(job: &Path) -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)
     Ok((dirs, results))
 }
 
-/// The group's Harbor job directory, `{jobs_dir}/{job_name}`: the
-/// `trials_dir` of every TrialConfig rendered for the group, so it holds
-/// this group's trials and no other's.
+/// The group's Harbor job directory: the `trials_dir` of every TrialConfig
+/// rendered for it, so it holds this group's trials and no other's.
 fn job_dir(l: &LineageState, group: &str) -> PathBuf {
     let m = &l.frozen.manifest.public;
-    let jobs = PathBuf::from(&m.harbor.jobs_dir);
-    m.groups
-        .iter()
-        .find(|g| g.name == group)
-        .map_or(jobs.clone(), |g| jobs.join(&g.job_name))
+    m.groups.iter().find(|g| g.name == group).map_or_else(
+        || PathBuf::from(&m.harbor.jobs_dir),
+        |g| PathBuf::from(crate::method::trial_config::trials_dir(m, g)),
+    )
 }
 
 /// The group's frozen output directory.

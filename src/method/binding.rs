@@ -18,7 +18,6 @@ use crate::method::projections::{At, CaseState, CaseStatus, GroupState, LineageS
 use crate::schema::events::{CaseRef, HarborJobRecorded, TrialResultRecordedV2};
 use crate::schema::manifest::{is_non_evaluation, ManifestFile};
 use crate::schema::money::Dec;
-use crate::schema::plan::Plan;
 use crate::schema::time::{parse_rfc3339_ns, rfc3339_utc_ns};
 
 /// The binding rules of a lineage: its plan's, or for a lineage frozen as
@@ -112,21 +111,19 @@ fn short(hex: &str) -> &str {
 /// The content digest of the config `case start` launched, when it is the
 /// frozen rendering of the case (the `manifest` row fails any other).
 fn launched_content(
-    m: &ManifestFile,
-    plan: Option<&Plan>,
+    l: &LineageState,
     group: &str,
     case: &CaseRef,
     launched_blake3: &str,
 ) -> Option<String> {
-    crate::method::trial_config::render_planned(m, plan, group, case)
+    crate::method::trial_config::render_frozen(l, group, case)
         .ok()
         .filter(|r| r.blake3 == launched_blake3)
         .map(|r| crate::schema::trial_content::content_blake3(&r.config))
 }
 
 fn config_mismatch(
-    m: &ManifestFile,
-    plan: Option<&Plan>,
+    l: &LineageState,
     group: &str,
     case: &CaseRef,
     launched_blake3: &str,
@@ -136,7 +133,7 @@ fn config_mismatch(
         "the result was recorded without its TrialConfig's content (trial_result_recorded.v1)"
             .to_string()
     } else {
-        match launched_content(m, plan, group, case, launched_blake3) {
+        match launched_content(l, group, case, launched_blake3) {
             None => format!(
                 "the launched config {} is not the frozen rendering, so its content is unknown",
                 short(launched_blake3)
@@ -282,8 +279,7 @@ pub fn result_mismatches(l: &LineageState, group: &str, case: &CaseRef) -> Vec<M
         });
     }
     out.extend(config_mismatch(
-        m,
-        l.plan.as_ref(),
+        l,
         group,
         case,
         &started.trial_config_blake3,

@@ -19,8 +19,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
+use crate::method::projections::LineageState;
 use crate::schema::events::CaseRef;
-use crate::schema::manifest::{is_non_evaluation, ManifestFile, RouteProtocol, Tier};
+use crate::schema::manifest::{is_non_evaluation, Group, ManifestFile, RouteProtocol, Tier};
 use crate::schema::names::trial_name;
 use crate::schema::plan::{Kwarg, Launch, Plan};
 
@@ -59,6 +60,22 @@ pub struct Rendered {
 /// Renders the TrialConfig of `case` in `group` of a v1 lineage (no plan).
 pub fn render(m: &ManifestFile, group: &str, case: &CaseRef) -> Result<Rendered> {
     render_planned(m, None, group, case)
+}
+
+/// The frozen rendering of `case` in `group` of lineage `l`: with its plan
+/// when it was frozen as v2. Everything that compares a launched config
+/// with "the frozen rendering" (GATE-4's manifest row, BIND-1) and
+/// everything that renders one to launch goes through here, so the two can
+/// never render differently.
+pub fn render_frozen(l: &LineageState, group: &str, case: &CaseRef) -> Result<Rendered> {
+    render_planned(&l.frozen.manifest.public, l.plan.as_ref(), group, case)
+}
+
+/// The `trials_dir` of every TrialConfig of group `g`: its Harbor job
+/// directory, `{jobs_dir}/{job_name}`, which holds its trials and no
+/// other group's.
+pub fn trials_dir(m: &ManifestFile, g: &Group) -> String {
+    format!("{}/{}", m.harbor.jobs_dir, g.job_name)
 }
 
 /// Renders the TrialConfig of `case` in `group`: with the frozen plan of a
@@ -116,7 +133,7 @@ pub fn render_planned(
             "source": m.benchmark.name,
         },
         "trial_name": trial_name(&case.task, group, case),
-        "trials_dir": format!("{}/{}", m.harbor.jobs_dir, g.job_name),
+        "trials_dir": trials_dir(m, g),
         "agent": {
             "name": m.harbor.agent,
             "model_name": format!("{litellm_provider}/{model}"),

@@ -91,9 +91,11 @@ with open(dst, "w") as f:
 EOF
 
 # Outcomes: one row per traced request, by the Terminus 2 session id (= trial name).
-python3 - "$OUT/traces.jsonl" "$RUN_DIR/trials" "$OUT/outcomes.jsonl" <<'EOF'
+python3 - "$OUT/traces.jsonl" "$RUN_DIR/trials" "$OUT/outcomes.jsonl" "$HERE" <<'EOF'
 import json, os, sys
-traces, trials_dir, dst = sys.argv[1:]
+traces, trials_dir, dst, here = sys.argv[1:]
+sys.path.insert(0, here)
+from launch import outcome_row  # the one derivation of a trial's outcome
 results = {}
 for name in sorted(os.listdir(trials_dir)):
     p = os.path.join(trials_dir, name, "result.json")
@@ -108,16 +110,8 @@ for line in open(traces):
     r = results.get(session)
     if r is None:
         continue
-    rewards = (r.get("verifier_result") or {}).get("rewards") or {}
-    reward = rewards.get("reward", 0)
-    exc = r.get("exception_info")
-    failed = None
-    if reward < 1:
-        failed = (exc or {}).get("exception_type") or ("agent_exception" if exc else "verifier_failed")
     ae = r.get("agent_execution") or {}
-    rows.append({"request_id": t["id"], "session_key": r["trial_name"], "task_id": r["task_name"],
-                 "reward": reward, "failed_reason": failed, "finished_at": r.get("finished_at"),
-                 "trial_name": r["trial_name"], "agent_started_at": ae.get("started_at"),
+    rows.append({"request_id": t["id"], **outcome_row(r), "agent_started_at": ae.get("started_at"),
                  "agent_finished_at": ae.get("finished_at")})
 with open(dst, "w") as f:
     for row in rows:

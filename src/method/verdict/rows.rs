@@ -119,12 +119,7 @@ fn manifest(ctx: &RowContext<'_>) -> GateRow {
             continue;
         };
         launched += 1;
-        match crate::method::trial_config::render_planned(
-            m,
-            ctx.lineage.plan.as_ref(),
-            ctx.group,
-            case,
-        ) {
+        match crate::method::trial_config::render_frozen(ctx.lineage, ctx.group, case) {
             Ok(rendered) if rendered.blake3 == started.trial_config_blake3 => {}
             Ok(_) => bad.push(format!(
                 "{} launched TrialConfig {} at seq {}, not the frozen rendering",
