@@ -46,7 +46,7 @@ fn real_events(group: &GroupRef) -> Vec<Event> {
             parse_decision(l, g).map(Event::PolicyDecisionRecorded)
         }),
         ("usage.jsonl", &|l, g| {
-            parse_usage(l, g).map(Event::UsageRecorded)
+            parse_usage(l, g).map(|u| Event::UsageRecorded(Box::new(u)))
         }),
         ("receipts.jsonl", &|l, g| {
             parse_receipt(l, g).map(Event::ReceiptRecorded)
@@ -78,7 +78,10 @@ fn the_real_daemons_evidence_joins_by_request_id_and_settles_to_the_micro_dollar
         seq += 1;
         state.apply(At { seq, utc_ns: seq }, e);
     };
-    apply(&mut state, &Event::ManifestFrozenV2(frozen.clone()));
+    apply(
+        &mut state,
+        &Event::ManifestFrozenV2(Box::new(frozen.clone())),
+    );
     let m = &frozen.manifest.public;
     let g = &m.groups[0];
     apply(

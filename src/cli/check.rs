@@ -517,7 +517,10 @@ mod tests {
         let mut state = State::default();
         let mut frozen = crate::testkit::examples::frozen();
         frozen.lineage = "l".into();
-        state.apply(At { seq: 1, utc_ns: 1 }, &Event::ManifestFrozenV2(frozen));
+        state.apply(
+            At { seq: 1, utc_ns: 1 },
+            &Event::ManifestFrozenV2(Box::new(frozen)),
+        );
         for (i, r) in [
             route(Tier::Balanced, "limited"),
             route(Tier::Economy, "sibling"),

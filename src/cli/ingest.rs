@@ -230,7 +230,7 @@ pub(crate) fn row_parser(kind: &str) -> Option<RowParser> {
     let p: RowParser = match kind {
         "traces" => |l, g| bitrouter::parse_trace(l, g).map(Event::RequestTraced),
         "decisions" => |l, g| bitrouter::parse_decision(l, g).map(Event::PolicyDecisionRecorded),
-        "usage" => |l, g| bitrouter::parse_usage(l, g).map(Event::UsageRecorded),
+        "usage" => |l, g| bitrouter::parse_usage(l, g).map(|u| Event::UsageRecorded(Box::new(u))),
         "receipts" => |l, g| bitrouter::parse_receipt(l, g).map(Event::ReceiptRecorded),
         "outcomes" => |l, g| bitrouter::parse_outcome(l, g).map(Event::OutcomeRecorded),
         _ => return None,
@@ -590,12 +590,12 @@ fn push_trial(
         let bytes = std::fs::read(&f.path).map_err(|e| Error::io(format!("read {}", f.path), e))?;
         push_leaks(batch, actor, g, &f.path, &bytes, out)?;
     }
-    let event = Event::TrialResultRecordedV2(parsed.into_event_v2(
+    let event = Event::TrialResultRecordedV2(Box::new(parsed.into_event_v2(
         g.clone(),
         case.clone(),
         differences,
         reward_files,
-    ));
+    )));
     let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
     let done = batch
         .push(Draft {

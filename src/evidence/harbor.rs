@@ -1493,7 +1493,9 @@ mod tests {
         assert_eq!(event.config_blake3, p.config_blake3);
         // No string of the payload looks like a credential (the append
         // guard's check, from schema).
-        for (field, value) in crate::schema::events::Event::TrialResultRecorded(event).strings() {
+        for (field, value) in
+            crate::schema::events::Event::TrialResultRecorded(Box::new(event)).strings()
+        {
             assert_eq!(crate::schema::secrets::scan(&value), None, "{field}");
         }
     }

@@ -417,7 +417,8 @@ impl Ledger {
             head,
             done: false,
             threads: scan::verify_threads(),
-            ready: std::collections::VecDeque::new(),
+            keys: Vec::new().into_iter(),
+            ready: Vec::new().into_iter().flatten(),
             end: None,
         })
     }
@@ -742,8 +743,10 @@ pub struct Records<'a> {
     head: Head,
     done: bool,
     threads: usize,
-    /// Checked records not handed out yet.
-    ready: std::collections::VecDeque<(crate::log::store::Bytes, Checked<Decoded>)>,
+    /// The keys of the checked records not handed out yet, in order.
+    keys: std::vec::IntoIter<crate::log::store::Bytes>,
+    /// Their checks, in the same order (one vector per checking thread).
+    ready: std::iter::Flatten<std::vec::IntoIter<Vec<Checked<Decoded>>>>,
     /// How the scan ended after `ready`, once it has.
     end: Option<Result<Option<Damage>>>,
 }
@@ -773,16 +776,21 @@ impl Records<'_> {
                 Some(Ok(Scanned::Record { key, value })) => batch.push((key, value)),
             }
         }
-        let checked = scan::check_batch(&batch, self.threads, |d| d);
-        self.ready
-            .extend(batch.into_iter().map(|(k, _)| k).zip(checked));
+        self.ready = scan::check_batch(&batch, self.threads, |d| d)
+            .into_iter()
+            .flatten();
+        self.keys = batch
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect::<Vec<_>>()
+            .into_iter();
     }
 
     fn step(&mut self) -> Result<Verified> {
-        if self.ready.is_empty() && self.end.is_none() {
+        if self.keys.len() == 0 && self.end.is_none() {
             self.fill();
         }
-        let Some((key, c)) = self.ready.pop_front() else {
+        let (Some(key), Some(c)) = (self.keys.next(), self.ready.next()) else {
             return match self.end.take() {
                 Some(Err(e)) => Err(e),
                 Some(Ok(Some(d))) => Err(Error::Damage(format!("{d}; run verify"))),

@@ -210,14 +210,15 @@ fn check_one<T>(key: &[u8], value: &[u8], keep: fn(Decoded) -> T) -> Checked<T> 
 const PARALLEL_RECORDS_MIN: usize = 256;
 
 /// The own checks of a batch, on up to `threads` threads (contiguous
-/// chunks), in order.
+/// chunks), in order: one vector per chunk, so no result is moved again
+/// to join them (`Iterator::flatten` walks them in order).
 pub(crate) fn check_batch<T: Send>(
     batch: &[(Bytes, Bytes)],
     threads: usize,
     keep: fn(Decoded) -> T,
-) -> Vec<Checked<T>> {
+) -> Vec<Vec<Checked<T>>> {
     if threads <= 1 || batch.len() < PARALLEL_RECORDS_MIN {
-        return batch.iter().map(|(k, v)| check_one(k, v, keep)).collect();
+        return vec![batch.iter().map(|(k, v)| check_one(k, v, keep)).collect()];
     }
     let chunk = batch.len().div_ceil(threads);
     std::thread::scope(|s| {
@@ -233,7 +234,7 @@ pub(crate) fn check_batch<T: Send>(
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().expect("a verification thread does not panic"))
+            .map(|h| h.join().expect("a verification thread does not panic"))
             .collect()
     })
 }
@@ -267,7 +268,7 @@ pub(crate) fn verify_walk(
             }
         }
         let checked = check_batch(&batch, threads, idempotency_key);
-        for ((key, _), c) in batch.iter().zip(checked) {
+        for ((key, _), c) in batch.iter().zip(checked.into_iter().flatten()) {
             match walker.join(key, c.own, c.decoded) {
                 Err(d) => {
                     out.damage = Some(d);

@@ -628,7 +628,7 @@ impl State {
     fn apply_lineage_event(&mut self, at: At, event: &Event) -> bool {
         let seq = at.seq;
         match event {
-            Event::ManifestFrozen(f) => self.frozen(seq, f.clone(), None),
+            Event::ManifestFrozen(f) => self.frozen(seq, (**f).clone(), None),
             Event::ManifestFrozenV2(f) => self.frozen(seq, f.v1_view(), Some(f.plan.clone())),
             Event::ManifestSignedOff(s) => {
                 if let Some(l) = self.lineages.get_mut(&s.lineage) {
@@ -756,7 +756,7 @@ impl State {
             Event::TrialResultRecordedV2(e) => {
                 self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                     c.result_seqs.push(seq);
-                    c.result.get_or_insert_with(|| (at, e.clone()));
+                    c.result.get_or_insert_with(|| (at, (**e).clone()));
                 })
             }
             Event::SecurityRefusalRecorded(e) => {

@@ -42,13 +42,17 @@ pub enum PayloadError<E> {
     },
 }
 
+/// The most bytes an [`Event`] may take in place. A decoded record is moved
+/// from the store's scan through the verifying reader into a fold, so a
+/// variant whose payload is larger than this is boxed.
+pub const EVENT_BYTES_MAX: usize = 320;
+
 macro_rules! vocabulary {
     ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $kind:literal ),* $(,)?) => {
         /// One event of the vocabulary.
-        // Events are decoded one at a time and folded, never stored in bulk
-        // as `Event`s: the size difference between variants costs nothing
-        // measurable and boxing would touch every decide and projection.
-        #[allow(clippy::large_enum_variant)]
+        // Every decoded record is moved several times between the store's
+        // scan and a fold, so the enum is kept small: variants whose payload
+        // is larger than a few hundred bytes are boxed (`EVENT_BYTES_MAX`).
         #[derive(Debug, Clone, PartialEq)]
         pub enum Event {
             $( $(#[$doc])* $variant($ty), )*
@@ -137,7 +141,7 @@ vocabulary! {
     /// A free-text note by an operator; changes no projection.
     OperatorNoted(OperatorNoted) = "operator_noted.v1",
     /// A lineage's manifest, validated and frozen (FREEZE-1..8).
-    ManifestFrozen(ManifestFrozen) = "manifest_frozen.v1",
+    ManifestFrozen(Box<ManifestFrozen>) = "manifest_frozen.v1",
     /// An operator or reviewer signed off a frozen manifest (FREEZE-7).
     ManifestSignedOff(ManifestSignedOff) = "manifest_signed_off.v1",
     /// An STS GetCallerIdentity proof against the frozen selector (GATE-1).
@@ -153,7 +157,7 @@ vocabulary! {
     /// The launched command of a case ended.
     CaseProcessExited(CaseProcessExited) = "case_process_exited.v1",
     /// A Harbor TrialResult, as written by Harbor (CASE-3).
-    TrialResultRecorded(TrialResultRecorded) = "trial_result_recorded.v1",
+    TrialResultRecorded(Box<TrialResultRecorded>) = "trial_result_recorded.v1",
     /// A file kept as evidence: path, size and BLAKE3.
     ArtifactRecorded(ArtifactRecorded) = "artifact_recorded.v1",
     /// One BitRouter ingress trace row (JOIN-1: set T).
@@ -161,7 +165,7 @@ vocabulary! {
     /// One BitRouter policy decision row (JOIN-1: set D).
     PolicyDecisionRecorded(PolicyDecisionRecorded) = "policy_decision_recorded.v1",
     /// One BitRouter usage row with its four buckets and charge (SETTLE-1, set U).
-    UsageRecorded(UsageRecorded) = "usage_recorded.v1",
+    UsageRecorded(Box<UsageRecorded>) = "usage_recorded.v1",
     /// One authoritative settlement receipt (SETTLE-4, SETTLE-5).
     ReceiptRecorded(ReceiptRecorded) = "receipt_recorded.v1",
     /// One benchmark outcome row (JOIN-1: set R; JOIN-3).
@@ -194,11 +198,11 @@ vocabulary! {
     CaseInvalidated(CaseInvalidated) = "case_invalidated.v1",
     /// A lineage's manifest with its plan, validated and frozen (FREEZE-1..8,
     /// BIND-1..3, BIND-7, TRUST-3): the form every new lineage is frozen in.
-    ManifestFrozenV2(ManifestFrozenV2) = "manifest_frozen.v2",
+    ManifestFrozenV2(Box<ManifestFrozenV2>) = "manifest_frozen.v2",
     /// A Harbor TrialResult with what binds it to its launch (BIND-1,
     /// BIND-2): the embedded TrialConfig's content and the verifier's reward
     /// files. The form `ingest harbor` records from this version on.
-    TrialResultRecordedV2(TrialResultRecordedV2) = "trial_result_recorded.v2",
+    TrialResultRecordedV2(Box<TrialResultRecordedV2>) = "trial_result_recorded.v2",
     /// A Harbor job directory's own files: its retry settings and counts and
     /// the Harbor version of its lock (BIND-1, CASE-5, BIND-7).
     HarborJobRecorded(HarborJobRecorded) = "harbor_job_recorded.v1",
@@ -1293,6 +1297,27 @@ pub struct CredentialFound {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_fits_its_bound_because_the_large_payloads_are_boxed() {
+        assert!(std::mem::size_of::<Event>() <= EVENT_BYTES_MAX);
+        // Each boxed payload would break the bound in place.
+        for (name, bytes) in [
+            ("ManifestFrozen", std::mem::size_of::<ManifestFrozen>()),
+            ("ManifestFrozenV2", std::mem::size_of::<ManifestFrozenV2>()),
+            (
+                "TrialResultRecorded",
+                std::mem::size_of::<TrialResultRecorded>(),
+            ),
+            (
+                "TrialResultRecordedV2",
+                std::mem::size_of::<TrialResultRecordedV2>(),
+            ),
+            ("UsageRecorded", std::mem::size_of::<UsageRecorded>()),
+        ] {
+            assert!(bytes > EVENT_BYTES_MAX, "{name} is {bytes} bytes: unbox it");
+        }
+    }
 
     #[test]
     fn kinds_are_unique_and_versioned() {

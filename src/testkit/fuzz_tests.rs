@@ -1044,7 +1044,13 @@ fn fuzz_ingest_usage() {
         seeds,
         Form::Json,
         cases(),
-        |d| rows_target(bitrouter::parse_usage, Event::UsageRecorded, d),
+        |d| {
+            rows_target(
+                bitrouter::parse_usage,
+                |u| Event::UsageRecorded(Box::new(u)),
+                d,
+            )
+        },
         "jsonl",
     );
 }
@@ -1138,7 +1144,9 @@ fn fuzz_harbor_trial_result() {
                     trial: "t1".into(),
                     replacement: 0,
                 };
-                check_event(Event::TrialResultRecorded(p.into_event(group(), case)))
+                check_event(Event::TrialResultRecorded(Box::new(
+                    p.into_event(group(), case),
+                )))
             }
             Err(e) => {
                 let m = e.to_string();

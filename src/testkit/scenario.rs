@@ -434,7 +434,7 @@ impl World {
         if shape.other_config {
             content = hex64(&format!("another model, no api_base: {content}"));
         }
-        let e = Event::TrialResultRecordedV2(TrialResultRecordedV2 {
+        let e = Event::TrialResultRecordedV2(Box::new(TrialResultRecordedV2 {
             group: self.gref(group),
             case: case.clone(),
             trial_name: name.clone(),
@@ -483,7 +483,7 @@ impl World {
             reward_files: vec![],
             result_path: format!("jobs/{name}/result.json"),
             result_blake3: hex64(&format!("{}/{name}/{reward:?}/{exception:?}", self.lineage)),
-        });
+        }));
         self.push(vec![e]);
     }
 
@@ -570,7 +570,7 @@ impl World {
             }));
         }
         if r.usage {
-            v.push(Event::UsageRecorded(UsageRecorded {
+            v.push(Event::UsageRecorded(Box::new(UsageRecorded {
                 group: gref.clone(),
                 request_id: r.id.clone(),
                 provider_id: route.provider.clone(),
@@ -600,7 +600,7 @@ impl World {
                 recomputed_charge_micro_usd: Some(charge),
                 recompute_matches: Some(true),
                 line_blake3: line("usage"),
-            }));
+            })));
         }
         let receipt = |state: ReceiptState, c: Option<u64>| {
             Event::ReceiptRecorded(ReceiptRecorded {
@@ -707,7 +707,7 @@ impl World {
             trialed: false,
             line_blake3: line("decision", &weak),
         }));
-        v.push(Event::UsageRecorded(UsageRecorded {
+        v.push(Event::UsageRecorded(Box::new(UsageRecorded {
             group: gref.clone(),
             request_id: weak.clone(),
             provider_id: route.provider.clone(),
@@ -727,7 +727,7 @@ impl World {
             recomputed_charge_micro_usd: None,
             recompute_matches: None,
             line_blake3: line("usage", &weak),
-        }));
+        })));
         v.push(Event::ReceiptRecorded(ReceiptRecorded {
             group: gref.clone(),
             request_id: weak.clone(),

@@ -148,7 +148,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
         ),
         // A `manifest_frozen.v1` payload as ledgers recorded before v2 hold
         // it (the lineage's v1 fields; decoding still accepts it).
-        (Event::ManifestFrozen(frozen.v1_view()), None),
+        (Event::ManifestFrozen(Box::new(frozen.v1_view())), None),
         (
             Event::ManifestSignedOff(ManifestSignedOff {
                 lineage: lineage.clone(),
@@ -249,7 +249,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
             None,
         ),
         (
-            Event::TrialResultRecorded(TrialResultRecorded {
+            Event::TrialResultRecorded(Box::new(TrialResultRecorded {
                 group: group.clone(),
                 case: case.clone(),
                 trial_name: "fix-git__control-t1".into(),
@@ -283,7 +283,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
                 result_path: "jobs/short13-kimi-2026-11-control/fix-git__control-t1/result.json"
                     .into(),
                 result_blake3: hex64("result"),
-            }),
+            })),
             None,
         ),
         (
@@ -331,7 +331,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
             None,
         ),
         (
-            Event::UsageRecorded(UsageRecorded {
+            Event::UsageRecorded(Box::new(UsageRecorded {
                 group: group.clone(),
                 request_id: "real-agent-trace-6f1c2d3e-0001".into(),
                 provider_id: "ambient".into(),
@@ -356,7 +356,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
                 recomputed_charge_micro_usd: Some(31175),
                 recompute_matches: Some(true),
                 line_blake3: hex64("usage"),
-            }),
+            })),
             None,
         ),
         (
@@ -512,9 +512,9 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
             }),
             Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
         ),
-        (Event::ManifestFrozenV2(frozen.clone()), None),
+        (Event::ManifestFrozenV2(Box::new(frozen.clone())), None),
         (
-            Event::TrialResultRecordedV2(trial_result_v2(&group, &case)),
+            Event::TrialResultRecordedV2(Box::new(trial_result_v2(&group, &case))),
             None,
         ),
         (

@@ -361,7 +361,7 @@ pub fn usage_row(g: &GroupRef, request_id: &str, n: u64) -> Event {
         reasoning_tokens: n % 17,
     };
     let dec = |s: &str| Dec::parse(s).expect("decimal");
-    Event::UsageRecorded(UsageRecorded {
+    Event::UsageRecorded(Box::new(UsageRecorded {
         group: g.clone(),
         request_id: request_id.into(),
         provider_id: "ambient".into(),
@@ -388,7 +388,7 @@ pub fn usage_row(g: &GroupRef, request_id: &str, n: u64) -> Event {
         recomputed_charge_micro_usd: Some(31175 + n % 1000),
         recompute_matches: Some(true),
         line_blake3: hex64(&format!("usage-{request_id}-{n}")),
-    })
+    }))
 }
 
 /// The idempotency key `ingest` gives row `line` of a file.
@@ -404,7 +404,7 @@ fn trial_result(
     n: u64,
 ) -> Event {
     let reward = if n.is_multiple_of(3) { "0.0" } else { "1.0" };
-    Event::TrialResultRecorded(TrialResultRecorded {
+    Event::TrialResultRecorded(Box::new(TrialResultRecorded {
         group: g.clone(),
         case: case.clone(),
         trial_name: trial_name.into(),
@@ -447,7 +447,7 @@ fn trial_result(
         config_blake3: config_blake3.into(),
         result_path: format!("jobs/{}-{}/{trial_name}/result.json", g.lineage, g.group),
         result_blake3: hex64(&format!("result-{}-{trial_name}", g.lineage)),
-    })
+    }))
 }
 
 /// Records `cases` of `group`: gates every `CONCURRENCY` cases, rendered and
@@ -749,7 +749,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
             "manifest.private.toml",
         )
         .unwrap_or_else(|e| panic!("generated manifest {label} does not freeze: {e}"));
-        w.push(Event::ManifestFrozenV2(frozen.clone()), None);
+        w.push(Event::ManifestFrozenV2(Box::new(frozen.clone())), None);
         w.commit();
         for (role, name) in [
             (SignOffRole::Operator, "alice"),

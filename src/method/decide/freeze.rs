@@ -36,7 +36,7 @@ pub fn freeze(state: &State, frozen: ManifestFrozenV2) -> Result<Vec<Event>> {
             )));
         }
     }
-    Ok(vec![Event::ManifestFrozenV2(frozen)])
+    Ok(vec![Event::ManifestFrozenV2(Box::new(frozen))])
 }
 
 /// `manifest sign-off`: records an operator or reviewer sign-off, once per

@@ -21,7 +21,7 @@ fn given(events: &[Event]) -> State {
 }
 
 fn frozen_event() -> Event {
-    Event::ManifestFrozenV2(example())
+    Event::ManifestFrozenV2(Box::new(example()))
 }
 
 /// A second, fully separate lineage (new label, tag, paths, ports, job names).
@@ -167,7 +167,7 @@ fn a_key_outside_the_list_a_forged_signature_or_one_key_in_both_roles_never_coun
     // the second role's sign-off with it does not count.
     let mut both = example();
     both.plan.signers.reviewers = both.plan.signers.operators.clone();
-    let both = Event::ManifestFrozenV2(both);
+    let both = Event::ManifestFrozenV2(Box::new(both));
     let s = given(std::slice::from_ref(&both));
     let op = sign_off_signed(&s, signed_by(&s, SignOffRole::Operator, "alice")).unwrap();
     let s = given(&[both, op[0].clone()]);
@@ -228,7 +228,7 @@ fn sign_off_needs_a_frozen_lineage() {
 fn with_two_lineages_a_label_is_required() {
     let s = given(&[
         frozen_event(),
-        Event::ManifestFrozenV2(other_lineage("", "")),
+        Event::ManifestFrozenV2(Box::new(other_lineage("", ""))),
     ]);
     assert!(matches!(
         sign_off(&s, None, SignOffRole::Operator, "a"),
@@ -428,7 +428,7 @@ mod lifecycle {
         r.config_content_blake3 = rendered(group, &c).1;
         r.started_at = Some("1970-01-01T00:00:00Z".into());
         r.finished_at = Some("1970-01-01T00:00:00Z".into());
-        Event::TrialResultRecordedV2(r)
+        Event::TrialResultRecordedV2(Box::new(r))
     }
 
     fn started(group: &str, c: CaseRef) -> Event {
@@ -445,7 +445,7 @@ mod lifecycle {
 
     /// A `trial_result_recorded.v1` as ingest wrote it before BIND-1.
     fn result_v1(group: &str, c: CaseRef, reward: Option<&str>, exception: Option<&str>) -> Event {
-        Event::TrialResultRecorded(TrialResultRecorded {
+        Event::TrialResultRecorded(Box::new(TrialResultRecorded {
             group: gref(group),
             case: c,
             trial_name: "t".into(),
@@ -478,7 +478,7 @@ mod lifecycle {
             config_blake3: "c".into(),
             result_path: "r".into(),
             result_blake3: "r".into(),
-        })
+        }))
     }
 
     fn refusal(group: &str, c: CaseRef, class: RefusalClass, http_status: u16) -> Event {
@@ -939,7 +939,7 @@ mod lifecycle {
             "p",
         )
         .unwrap();
-        let disabled = Event::ManifestFrozenV2(disabled);
+        let disabled = Event::ManifestFrozenV2(Box::new(disabled));
         let s = given(std::slice::from_ref(&disabled));
         let mut d = vec![
             disabled,

@@ -66,7 +66,7 @@ fn the_example_freezes_with_stable_keys() {
 #[test]
 fn the_stored_manifest_round_trips_canonically() {
     let f = example();
-    let e = crate::schema::events::Event::ManifestFrozenV2(f);
+    let e = crate::schema::events::Event::ManifestFrozenV2(Box::new(f));
     let bytes = crate::log::codec::encode_payload(&e).unwrap();
     assert_eq!(
         crate::log::codec::decode_payload(e.kind(), &bytes).unwrap(),

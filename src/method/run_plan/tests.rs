@@ -169,7 +169,7 @@ fn a_scored_group_before_its_canary_is_refused() {
 fn a_v1_lineage_has_no_plan_to_run() {
     let mut w = World::new();
     let frozen = crate::testkit::examples::frozen();
-    w.push(vec![Event::ManifestFrozen(frozen.v1_view())]);
+    w.push(vec![Event::ManifestFrozen(Box::new(frozen.v1_view()))]);
     let l = w.state.lineage(None).unwrap();
     let e = plan_of(l).unwrap_err();
     assert!(e.to_string().contains("manifest_version = 2"), "{e}");

@@ -786,7 +786,7 @@ fn a_control_request_off_the_strong_route_fails_replay() {
         lineage: L.into(),
         group: "control".into(),
     };
-    w.push(vec![Event::UsageRecorded(
+    w.push(vec![Event::UsageRecorded(Box::new(
         crate::schema::events::UsageRecorded {
             group: gref,
             request_id: "x".into(),
@@ -808,7 +808,7 @@ fn a_control_request_off_the_strong_route_fails_replay() {
             recompute_matches: None,
             line_blake3: "0".repeat(64),
         },
-    )]);
+    ))]);
     let v = verdict_of(&w, "control");
     assert!(!row(&v, VerdictRow::Replay).holds);
     assert!(row(&v, VerdictRow::Replay)
