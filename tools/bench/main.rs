@@ -527,6 +527,24 @@ fn section_open(opts: &Opts, ledgers: &[Generated]) -> Value {
                          "head_ms": med("head_ms"), "drop_ms": med("drop_ms"), "runs": runs }),
         );
     }
+    // The floor of any store kept in sled: opening a raw sled database of
+    // one item (what a small head/tail tree kept apart would cost at best).
+    let tiny = opts.work.join("sled-one-item");
+    if !tiny.exists() {
+        child(&["sled-build", &tiny.display().to_string(), "1", "512"]);
+    }
+    let tiny_ms: Vec<f64> = (0..opts.runs.min(9))
+        .map(|_| {
+            child(&["sled-open", &tiny.display().to_string()])["open_ms"]
+                .as_f64()
+                .unwrap_or(0.0)
+        })
+        .collect();
+    println!(
+        "| raw sled, one item of 512 B (any sled open's floor) | 1 | {:.1} ms | - | - |",
+        median(&tiny_ms)
+    );
+    out.push(json!({ "scale": "raw sled, one item", "events": 1, "open_ms": median(&tiny_ms), "runs": tiny_ms }));
     println!();
     json!(out)
 }
