@@ -20,7 +20,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::run::{audit_clean, kill_delay, killed_after, ready, records, run_cmd, starts};
+use super::run::{
+    audit_clean, kill_delay, killed_after, ready, records, run_cmd, run_once, starts,
+};
 use super::Harness;
 
 /// Processes appending and reading beside `run`.
@@ -105,10 +107,10 @@ pub(super) fn verdict(h: &Harness) -> (String, Vec<(String, bool)>) {
 /// records is appended when it asks for it), then sealed; returns the last
 /// exit code (0 when sealed accepted, 1 otherwise).
 fn run_to_seal(h: &Harness, url: &str) -> i32 {
-    let r: super::Run = run_cmd(h, url, &[]).output().unwrap().into();
+    let r = run_once(h, url, &[]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     audit_clean(h);
-    let r: super::Run = run_cmd(h, url, &[]).output().unwrap().into();
+    let r = run_once(h, url, &[]);
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     r.code
 }

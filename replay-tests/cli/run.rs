@@ -320,6 +320,11 @@ pub(super) fn run_cmd(h: &Harness, url: &str, extra: &[&str]) -> std::process::C
     c
 }
 
+/// `run canary-1` once, to its exit.
+pub(super) fn run_once(h: &Harness, url: &str, extra: &[&str]) -> Run {
+    run_cmd(h, url, extra).output().unwrap().into()
+}
+
 pub(super) fn records(h: &Harness, kind: &str) -> Vec<Value> {
     h.ok(&["log"])
         .stdout
@@ -415,7 +420,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         .json();
     assert_eq!(plan["cases"]["left"], 3);
     assert_eq!(plan["next"]["step"], "take_gates");
-    let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    let r = run_once(&h, &url, &[]);
     if cfg!(not(feature = "aws")) {
         // The cleanup audit needs AWS: an `aws` build records it.
         assert_eq!(r.code, 4, "{}", r.stderr);
@@ -425,7 +430,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
         assert_eq!(records(&h, "group_closed.v1").len(), 1);
         audit_clean(&h);
     }
-    let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    let r = run_once(&h, &url, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("sealed: accepted"), "{}", r.stdout);
     assert_eq!(records(&h, "group_sealed.v1").len(), 1);
@@ -503,10 +508,10 @@ fn reconcile_attempts(h: &Harness) -> usize {
 /// `run` until it seals (the cleanup audit an `aws` build records is
 /// appended when it asks for it); the last run's outcome.
 fn run_until_sealed(h: &Harness, url: &str) -> Run {
-    let r: Run = run_cmd(h, url, &[]).output().unwrap().into();
+    let r = run_once(h, url, &[]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     audit_clean(h);
-    run_cmd(h, url, &[]).output().unwrap().into()
+    run_once(h, url, &[])
 }
 
 #[test]
@@ -559,7 +564,7 @@ fn run_signs_the_seal_with_a_frozen_operator_key_and_refuses_another_up_front() 
     let (h, url) = ready(1, 1);
     let (alice, bob) = (h.example_key("alice"), h.example_key("bob"));
     let before = h.head_bytes();
-    let r: Run = run_cmd(&h, &url, &["--key", &bob]).output().unwrap().into();
+    let r = run_once(&h, &url, &["--key", &bob]);
     assert_eq!(
         r.code, 3,
         "bob is the reviewer, not an operator: {}",
@@ -571,16 +576,10 @@ fn run_signs_the_seal_with_a_frozen_operator_key_and_refuses_another_up_front() 
         r.stderr
     );
     assert_eq!(h.head_bytes(), before, "nothing ran");
-    let r: Run = run_cmd(&h, &url, &["--key", &alice])
-        .output()
-        .unwrap()
-        .into();
+    let r = run_once(&h, &url, &["--key", &alice]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     audit_clean(&h);
-    let r: Run = run_cmd(&h, &url, &["--key", &alice])
-        .output()
-        .unwrap()
-        .into();
+    let r = run_once(&h, &url, &["--key", &alice]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let cps = records(&h, "checkpoint_recorded.v1");
     let sealed = cps
@@ -609,10 +608,7 @@ fn run_sends_the_sentinels_through_the_sentinel_url_and_health_to_the_daemon() {
     }
     let (h, url) = ready(1, 1);
     let preflight = daemon();
-    let r: Run = run_cmd(&h, &url, &["--sentinel-url", &preflight])
-        .output()
-        .unwrap()
-        .into();
+    let r = run_once(&h, &url, &["--sentinel-url", &preflight]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     let checks = records(&h, "check_recorded.v1");
     let text = |r: &Value| r.to_string();
@@ -656,7 +652,7 @@ fn run_stops_polling_at_the_attempt_budget_and_the_group_is_not_accepted() {
     );
     assert_ne!(sealed[0]["payload"]["status"], "accepted");
     // Rerun after the seal: nothing more is polled.
-    let again: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    let again = run_once(&h, &url, &[]);
     assert_eq!(reconcile_attempts(&h), 2, "{}", again.stderr);
 }
 
@@ -759,7 +755,7 @@ fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
     assert_eq!(records(&h, "case_process_exited.v1").len(), 1);
     assert_eq!(records(&h, "trial_result_recorded.v2").len(), 1);
     // Run again: it continues with the other identity.
-    let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    let r = run_once(&h, &url, &[]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     assert_eq!(starts(&h).len(), 2, "{:?}", starts(&h));
     assert!(starts(&h).values().all(|n| *n == 1));
@@ -900,7 +896,7 @@ fn kill_round(seed: &mut u64) -> KillRound {
     // The cleanup audit needs AWS: an `aws` build records it.
     assert_eq!(code, 4);
     audit_clean(&h);
-    let r: Run = run_cmd(&h, &url, &[]).output().unwrap().into();
+    let r = run_once(&h, &url, &[]);
     let sealed = records(&h, "group_sealed.v1");
     assert_eq!(sealed.len(), 1);
     let status = sealed[0]["payload"]["status"].as_str().unwrap().to_string();

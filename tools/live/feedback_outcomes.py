@@ -50,8 +50,7 @@ def main() -> int:
         if o is None:
             problems.append(f"trace {t['id']} (session {session}) has no trial with an outcome")
             continue
-        out.append({**{k: v for k, v in o.items() if k != "trial_name"}, "request_id": t["id"],
-                    "trial_name": o["trial_name"]})
+        out.append({**o, "request_id": t["id"]})
     for p in problems:
         print(f"live/feedback_outcomes: {p}", file=sys.stderr)
     a.out.write_text("".join(json.dumps(r) + "\n" for r in out))
