@@ -65,3 +65,26 @@ pub const MONITOR_SAMPLES_DEFAULT: u64 = 360;
 
 /// Most samples one monitor run takes.
 pub const MONITOR_SAMPLES_MAX: u64 = 100_000;
+
+// ---------------------------------------------------------------------------
+// The driver (RUN, issue 27)
+// ---------------------------------------------------------------------------
+
+/// Bytes read of a `/proc` file (`stat`, `boot_id`, `hostname`): each is a
+/// line of at most a few hundred bytes.
+pub const PROC_FILE_BYTES_MAX: usize = 4096;
+/// How long a driver's lease on a group lasts unless renewed, in seconds
+/// (RUN-2). A driver whose process is gone loses it at once on its own
+/// machine; elsewhere a second driver waits this long.
+pub const RUN_LEASE_SEC: u64 = 120;
+/// How often `run` renews its lease, in seconds: a third of its life.
+pub const RUN_LEASE_RENEW_SEC: u64 = RUN_LEASE_SEC / 3;
+/// Longest a `case run` command may run when its lineage has no frozen
+/// launch timeout (a v1 manifest), in seconds (RUN-4).
+pub const CASE_COMMAND_TIMEOUT_SEC_DEFAULT: u64 = 7200;
+/// How often a bounded wait looks at its command, in milliseconds.
+pub const COMMAND_POLL_MS: u64 = 10;
+/// How often `run` looks at its processes, the ledger's head witness and
+/// its cases' result files while it waits, in milliseconds (the default of
+/// `run --poll-ms`).
+pub const RUN_POLL_MS_DEFAULT: u64 = 200;

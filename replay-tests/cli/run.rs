@@ -159,9 +159,34 @@ pub(super) fn ready(cases: u32, concurrency: u32) -> (Harness, String) {
 /// As `ready`, frozen with `private`; the AWS observations appended only
 /// when `record_aws` (a build without `aws`).
 fn ready_with(cases: u32, concurrency: u32, private: &str, record_aws: bool) -> (Harness, String) {
+    ready_edited(cases, concurrency, private, record_aws, &|m| m.to_string())
+}
+
+/// As `ready`, with lines of the test manifest replaced first: `edits`
+/// maps the start of a line to its replacement.
+#[cfg_attr(feature = "aws", allow(dead_code))]
+pub(super) fn ready_with_lines(
+    cases: u32,
+    concurrency: u32,
+    edits: &[(&str, &str)],
+) -> (Harness, String) {
+    ready_edited(cases, concurrency, PRIVATE, true, &|m| {
+        edits.iter().fold(m.to_string(), |m, (starts, with)| {
+            replace_line(&m, starts, with)
+        })
+    })
+}
+
+fn ready_edited(
+    cases: u32,
+    concurrency: u32,
+    private: &str,
+    record_aws: bool,
+    edit: &dyn Fn(&str) -> String,
+) -> (Harness, String) {
     let h = Harness::new();
     h.init();
-    let public = manifest(&h, cases, concurrency);
+    let public = edit(&manifest(&h, cases, concurrency));
     let frozen_run = h.freeze(&public, private);
     assert_eq!(frozen_run.code, 0, "{}", frozen_run.stderr);
     let frozen = benchledger::method::freeze::freeze(&public, "m", private, "p").unwrap();
@@ -449,7 +474,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
 /// `metering-usage` (the row carries its authoritative receipt once
 /// `settles_after` attempts ran), the budget `attempts` and the grace
 /// `grace_sec`.
-fn polling(settles_after: u32, attempts: u32, grace_sec: u32) -> (Harness, String) {
+pub(super) fn polling(settles_after: u32, attempts: u32, grace_sec: u32) -> (Harness, String) {
     let h = Harness::new();
     h.init();
     let root = h.path("").display().to_string();
@@ -1270,6 +1295,57 @@ mod moto {
         let sealed = records(h, "group_sealed.v1");
         assert_eq!(sealed.len(), 1, "{sealed:?}");
         sealed[0]["payload"]["status"].as_str().unwrap().to_string()
+    }
+
+    /// The verdict as a reader compares it: the status and each row's gate
+    /// and whether it holds (the evidence names seqs, which differ).
+    fn verdict_rows(h: &Harness) -> String {
+        let sealed = records(h, "group_sealed.v1");
+        assert_eq!(sealed.len(), 1, "{sealed:?}");
+        let p = &sealed[0]["payload"];
+        let rows: Vec<String> = p["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{}={}", r["gate"], r["holds"]))
+            .collect();
+        format!("{} {}", p["status"], rows.join(" "))
+    }
+
+    #[test]
+    #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+    fn moto_a_fast_canary_seals_the_same_verdict_20_times() {
+        let _moto = shared();
+        let mut verdicts = std::collections::BTreeSet::new();
+        for round in 0..20 {
+            let (h, url, p) = on_moto(1, MOTO_PRINCIPAL);
+            // The launch ends at once, faster than any poll of `run`.
+            let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
+            std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3\n", "")).unwrap();
+            let r = aws_run(&h, &url, &p);
+            assert_eq!(r.code, 0, "round {round}: {}", r.stderr);
+            let exited = records(&h, "case_process_exited.v1")[0]["seq"]
+                .as_u64()
+                .unwrap();
+            let sampled: Vec<u64> = records(&h, "monitor_sampled.v1")
+                .iter()
+                .map(|r| r["seq"].as_u64().unwrap())
+                .collect();
+            assert!(
+                sampled.iter().any(|s| *s > exited),
+                "RUN-5: a monitor sample after the exit, round {round}: {sampled:?} vs {exited}"
+            );
+            verdicts.insert(verdict_rows(&h));
+        }
+        assert_eq!(
+            verdicts.len(),
+            1,
+            "RUN-5: one verdict for 20 runs: {verdicts:#?}"
+        );
+        assert!(
+            verdicts.iter().all(|v| v.starts_with("\"accepted\"")),
+            "{verdicts:?}"
+        );
     }
 
     #[test]

@@ -305,6 +305,8 @@ pub(crate) struct StartedCase {
     pub(crate) env: Vec<(String, Option<String>)>,
     /// Where the command's output goes.
     pub(crate) log_path: PathBuf,
+    /// The command's deadline: the frozen launch timeout (RUN-4).
+    pub(crate) timeout: Duration,
 }
 
 /// `case start`'s decision and append, under the writer lock: every rule
@@ -336,6 +338,13 @@ pub(crate) fn start_case(
         .unwrap_or_else(|| default_log_path(m, &group, &trial_name));
     let lineage_label = l.frozen.lineage.clone();
     let env = child_env(l);
+    let timeout = Duration::from_secs(
+        l.plan
+            .as_ref()
+            .map_or(crate::limits::CASE_COMMAND_TIMEOUT_SEC_DEFAULT, |p| {
+                p.launch.timeout_sec
+            }),
+    );
     let now = now_utc_ns();
     let cmd = CaseStart {
         lineage: lineage.clone(),
@@ -368,6 +377,7 @@ pub(crate) fn start_case(
         case,
         env,
         log_path,
+        timeout,
     })
 }
 
@@ -396,7 +406,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let exited = run_command(&a.command, &s.env, &s.log_path)?;
+    let exited = run_command(cli, wait, &s, &a.command)?;
     let done = record_exit(cli, wait, s.group.clone(), case, &exited, &s.log_path)?;
     out["exit_code"] = json!(exited.exit_code);
     out["signal"] = json!(exited.signal);
@@ -456,16 +466,34 @@ pub(crate) struct Exited {
     pub(crate) log_blake3: String,
 }
 
+/// Runs `case start`'s command under its deadline (the frozen launch
+/// timeout; a v1 lineage's default, RUN-4): past it the whole process group
+/// is killed and the kill recorded.
 fn run_command(
+    cli: &Cli,
+    wait: Duration,
+    s: &StartedCase,
     command: &[String],
-    env: &[(String, Option<String>)],
-    log_path: &Path,
 ) -> anyhow::Result<Exited> {
     let t0 = Instant::now();
-    let status = spawn_command(command, env, log_path)?
-        .wait()
+    let mut child = spawn_command(command, &s.env, &s.log_path)?;
+    let pgid = child.id();
+    let ended = crate::cli::proc::wait_bounded(&mut child, t0, s.timeout)
         .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?;
-    exited_of(status, t0.elapsed(), log_path)
+    if ended.killed {
+        let event = Event::CommandKilled(crate::schema::events::CommandKilled {
+            group: s.group.clone(),
+            case: Some(s.case.clone()),
+            role: crate::schema::events::CommandRole::CaseCommand,
+            argv: command.to_vec(),
+            pgid,
+            signal: crate::cli::proc::KILL_SIGNAL,
+            deadline_ms: u64::try_from(s.timeout.as_millis()).unwrap_or(u64::MAX),
+            ran_ms: u64::try_from(ended.ran.as_millis()).unwrap_or(u64::MAX),
+        });
+        announce(&crate::cli::common::append(cli, wait, vec![event])?);
+    }
+    exited_of(ended.status, ended.ran, &s.log_path)
 }
 
 /// Spawns a launched command with `env` applied, its output to `log_path`.

@@ -54,6 +54,11 @@ pub struct DaemonHealthArgs {
     /// The health URL (http:// only).
     #[arg(long)]
     pub url: String,
+    /// Look without recording: print what the check sees and append
+    /// nothing (RUN-6). Only a recorded observation is a gate; a recorded
+    /// failure before a wave stops the lineage (VERDICT-3).
+    #[arg(long)]
+    pub probe: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -96,6 +101,11 @@ pub struct SentinelArgs {
     /// manifest's daemon host and the group's first port.
     #[arg(long)]
     pub url: Option<String>,
+    /// Look without recording: print what the check sees and append
+    /// nothing (RUN-6). Only a recorded observation is a gate; a recorded
+    /// failure before a wave stops the lineage (VERDICT-3).
+    #[arg(long)]
+    pub probe: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -142,6 +152,11 @@ pub struct ResidueArgs {
     /// The private manifest (required for assume_role).
     #[arg(long, value_name = "FILE")]
     pub private: Option<PathBuf>,
+    /// Look without recording: print what the check sees and append
+    /// nothing (RUN-6). Only a recorded observation is a gate; a recorded
+    /// failure before a wave stops the lineage (VERDICT-3).
+    #[arg(long)]
+    pub probe: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -215,11 +230,20 @@ pub(crate) fn daemon_health(
     group: &str,
     url: &str,
 ) -> anyhow::Result<Recorded> {
+    append_check(cli, wait, observe_health(l, group, url)?)
+}
+
+/// What `check daemon-health` sees, not recorded.
+fn observe_health(l: &LineageState, group: &str, url: &str) -> anyhow::Result<CheckRecorded> {
     require_group(l, group)?;
     let parsed = http::parse_http_url(url).map_err(|e| Error::input(format!("--url: {e}")))?;
     let outcome = checks::probe_health(&parsed, Duration::from_millis(checks::HEALTH_TIMEOUT_MS));
-    let obs = checks::health_observation(&l.frozen.lineage, group, url, &outcome);
-    append_check(cli, wait, obs)
+    Ok(checks::health_observation(
+        &l.frozen.lineage,
+        group,
+        url,
+        &outcome,
+    ))
 }
 
 /// `check sentinel`: one minimal request through the daemon to the route's
@@ -232,6 +256,16 @@ pub(crate) fn sentinel(
     group: Option<&str>,
     url: Option<&str>,
 ) -> anyhow::Result<Recorded> {
+    append_check(cli, wait, observe_sentinel(l, tier, group, url)?)
+}
+
+/// What `check sentinel` sees, not recorded.
+fn observe_sentinel(
+    l: &LineageState,
+    tier: Tier,
+    group: Option<&str>,
+    url: Option<&str>,
+) -> anyhow::Result<CheckRecorded> {
     let m = &l.frozen.manifest.public;
     let route = m.route(tier).ok_or_else(|| {
         Error::input(format!(
@@ -263,8 +297,44 @@ pub(crate) fn sentinel(
     let req = checks::sentinel_request(route, &base, &m.harbor.local_api_key)
         .map_err(|e| Error::input(format!("--url: {e}")))?;
     let outcome = checks::send_sentinel(&req, Duration::from_millis(checks::SENTINEL_TIMEOUT_MS));
-    let obs = checks::sentinel_observation(&l.frozen.lineage, group, route, &req.url, &outcome);
-    append_check(cli, wait, obs)
+    Ok(checks::sentinel_observation(
+        &l.frozen.lineage,
+        group,
+        route,
+        &req.url,
+        &outcome,
+    ))
+}
+
+/// A probe's answer (RUN-6): what the check saw, the note that nothing was
+/// recorded, and the exit code the recorded check would have.
+fn print_probe(obs: &CheckRecorded, as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        print_json(&json!({
+            "probe": true,
+            "recorded": false,
+            "check": obs.check,
+            "target": obs.target,
+            "group": obs.group,
+            "status": obs.status,
+            "details": obs.details,
+        }))?;
+    } else {
+        let word = if obs.status == Status::Pass {
+            "holds"
+        } else {
+            "does not hold"
+        };
+        outln!(
+            "{:?} probe of {} {word}; not recorded (a probe is no gate, RUN-6)",
+            obs.check,
+            obs.target
+        )?;
+        for (k, v) in &obs.details {
+            outln!("  {k:<18} {v}")?;
+        }
+    }
+    Ok(exit(obs.status))
 }
 
 /// `check config` and `run`: validates `config` with the lineage's frozen
@@ -323,10 +393,18 @@ pub fn run_check(cli: &Cli, cmd: &CheckCommand, wait: Duration) -> anyhow::Resul
     match cmd {
         CheckCommand::DaemonHealth(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            if a.probe {
+                return print_probe(&observe_health(&l, &a.group, &a.url)?, a.json);
+            }
             print_check(&daemon_health(cli, wait, &l, &a.group, &a.url)?, a.json)
         }
         CheckCommand::Sentinel(a) => {
             let l = lineage_state(cli, wait, a.lineage.as_deref())?;
+            if a.probe {
+                let obs =
+                    observe_sentinel(&l, a.route.into(), a.group.as_deref(), a.url.as_deref())?;
+                return print_probe(&obs, a.json);
+            }
             let r = sentinel(
                 cli,
                 wait,
@@ -387,6 +465,15 @@ mod with_aws {
         require_group(&l, &a.group)?;
         let private = optional_private(&l, &a.private)?;
         let (session, target) = open_session(&l, private.as_ref())?;
+        if a.probe {
+            let (obs, failed) = observe_residue(&l, &a.group, &session, &target, private.as_ref());
+            let code = print_probe(&obs, a.json)?;
+            return Ok(if failed {
+                ExitCode::from(ExitClass::Environment.code())
+            } else {
+                code
+            });
+        }
         let (r, failed) =
             residue_check(cli, wait, &l, &a.group, &session, &target, private.as_ref())?;
         let code = print_check(&r, a.json)?;
@@ -408,12 +495,28 @@ mod with_aws {
         target: &Target,
         private: Option<&Private>,
     ) -> anyhow::Result<(Recorded, bool)> {
+        let (obs, failed) = observe_residue(l, group, session, target, private);
+        Ok((append_check(cli, wait, obs)?, failed))
+    }
+
+    /// What `check residue` sees, not recorded; whether the query failed.
+    fn observe_residue(
+        l: &LineageState,
+        group: &str,
+        session: &Session,
+        target: &Target,
+        private: Option<&Private>,
+    ) -> (CheckRecorded, bool) {
         let m = &l.frozen.manifest.public;
         let (identity, outcome) = match queried_identity(session, l, private) {
+            // RUN-1: the sandboxes of the group's running cases are theirs.
             Ok(id) => (
                 id,
-                aws::live_sandboxes(session, m)
-                    .map(|v| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>())
+                aws::live_sandbox_instances(session, m)
+                    .map(|live| {
+                        let owned = crate::method::run_plan::running_trials(l, group);
+                        rules::split_owned(m, &live, &owned)
+                    })
                     .map_err(|e| e.0),
             ),
             Err(e) => ("unproven".to_string(), Err(e.0)),
@@ -427,7 +530,7 @@ mod with_aws {
             &identity,
             &outcome,
         );
-        Ok((append_check(cli, wait, obs)?, failed))
+        (obs, failed)
     }
 }
 

@@ -22,6 +22,7 @@ mod manifest;
 mod out;
 #[cfg(feature = "parquet")]
 mod parquet;
+mod proc;
 mod progress;
 mod quota;
 mod receipts;
@@ -29,6 +30,7 @@ mod replay;
 mod report;
 mod resume;
 mod run;
+mod run_state;
 mod tlog;
 mod trust;
 
@@ -157,7 +159,10 @@ pub enum Command {
     Cleanup(cleanup::CleanupCommand),
     /// Gate observations: daemon health, provider sentinels, binary hash,
     /// config validation (GATE-3, GATE-4, GATE-7) and residue (AWS).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Every check is recorded, pass or fail, and a recorded failing gate before a wave is a hard stop of the whole lineage (VERDICT-3, RUN-6): a health check of a daemon not yet up stops the lineage for good. To look without recording, pass --probe (daemon-health, sentinel, residue): it prints what it sees and appends nothing."
+    )]
     Check(check::CheckCommand),
     /// The verdict table of a group as the log gives it now: every gate row
     /// with its evidence and the status (VERDICT-1). Exit 1 unless accepted.

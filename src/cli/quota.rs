@@ -86,7 +86,9 @@ mod with_aws {
         let m = &l.frozen.manifest.public;
         // GATE-1: no quota call under an identity other than the frozen one.
         let outcome = match queried_identity(session, l, private) {
-            Ok(_) => aws::measure_quota(session, m),
+            // RUN-1: for the slots a wave may fill now; the run's own live
+            // sandboxes are in the regional use.
+            Ok(_) => aws::measure_quota(session, m, crate::method::run_plan::free_slots(l)),
             Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
             Err(e) => Err(e),
         };

@@ -14,16 +14,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cli::case;
 use crate::cli::common::announce;
+use crate::cli::proc::{self, Ended};
 use crate::cli::Cli;
 use crate::error::Error;
 use crate::log::ledger::{Draft, Ledger};
 use crate::method::projections::LineageState;
 use crate::method::run_plan::{self, poll_file_name, RunHistory, RECONCILE_ROLE};
-use crate::schema::events::{ArtifactRecorded, Event, GroupRef};
+use crate::schema::events::{ArtifactRecorded, CommandKilled, CommandRole, Event, GroupRef};
 use crate::schema::manifest::Group;
 use crate::schema::time::now_utc_ns;
 
@@ -51,9 +52,12 @@ fn evidence_values<'a>(l: &LineageState, g: &Group) -> BTreeMap<&'a str, String>
     values
 }
 
-/// Runs the frozen usage export (`{db_path}`, `{out}`, `{opened_at}`) of group `g` into
-/// `out`; its output goes to `log`. A failed export is an error.
+/// Runs the frozen usage export (`{db_path}`, `{out}`, `{opened_at}`) of
+/// group `g` into `out`; its output goes to `log`. A failed export, or one
+/// killed at its deadline (RUN-4, recorded), is an error.
 pub(crate) fn export_usage(
+    cli: &Cli,
+    wait: Duration,
     l: &LineageState,
     g: &Group,
     out: &Path,
@@ -68,17 +72,62 @@ pub(crate) fn export_usage(
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     }
-    let status = case::spawn_command(&argv, &case::child_env(l), log)?
-        .wait()
-        .map_err(|e| Error::io("wait for the usage export".to_string(), e))?;
-    if !status.success() {
+    let ended = run_evidence_command(cli, wait, l, g, CommandRole::UsageExport, &argv, log)?;
+    if ended.killed {
         return Err(Error::input(format!(
-            "the frozen usage export exited with {status} (its output: {})",
+            "the frozen usage export ran past its deadline ({} s, the frozen settlement grace) and was killed with its process group (recorded; its output: {})",
+            l.frozen.manifest.public.limits.settlement_grace_sec,
+            log.display()
+        ))
+        .into());
+    }
+    if !ended.status.success() {
+        return Err(Error::input(format!(
+            "the frozen usage export exited with {} (its output: {})",
+            ended.status,
             log.display()
         ))
         .into());
     }
     Ok(())
+}
+
+/// Runs one evidence command of group `g` (its output to `log`) under its
+/// deadline, the frozen settlement grace: past it the whole process group
+/// is killed and the kill recorded (RUN-4).
+fn run_evidence_command(
+    cli: &Cli,
+    wait: Duration,
+    l: &LineageState,
+    g: &Group,
+    role: CommandRole,
+    argv: &[String],
+    log: &Path,
+) -> anyhow::Result<Ended> {
+    let deadline = Duration::from_secs(l.frozen.manifest.public.limits.settlement_grace_sec);
+    let started = Instant::now();
+    let mut child = case::spawn_command(argv, &case::child_env(l), log)?;
+    let pgid = child.id();
+    let ended = proc::wait_bounded(&mut child, started, deadline)
+        .map_err(|e| Error::io(format!("wait for {:?}", argv[0]), e))?;
+    if ended.killed {
+        let event = Event::CommandKilled(CommandKilled {
+            group: GroupRef {
+                lineage: l.frozen.lineage.clone(),
+                group: g.name.clone(),
+            },
+            case: None,
+            role,
+            argv: argv.to_vec(),
+            pgid,
+            signal: proc::KILL_SIGNAL,
+            deadline_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+            ran_ms: u64::try_from(ended.ran.as_millis()).unwrap_or(u64::MAX),
+        });
+        let done = crate::cli::common::append(cli, wait, vec![event])?;
+        announce(&done);
+    }
+    Ok(ended)
 }
 
 /// What one round of polls did.
@@ -135,10 +184,9 @@ pub(crate) fn poll_round(
     let mut outputs = Vec::new();
     for (attempt, argv) in &attempts {
         let output = attempt.with_extension("log");
-        // A failing attempt is still an attempt: its output is the record.
-        let _ = case::spawn_command(argv, &case::child_env(l), &output)?
-            .wait()
-            .map_err(|e| Error::io("wait for the receipt poll".to_string(), e))?;
+        // A failing or killed attempt is still an attempt: its output is
+        // the record (and a kill at the deadline is recorded, RUN-4).
+        run_evidence_command(cli, wait, l, g, CommandRole::ReceiptPoll, argv, &output)?;
         outputs.push(output);
     }
     record(
@@ -217,7 +265,14 @@ fn ingest_found(
 ) -> anyhow::Result<usize> {
     let stamp = now_utc_ns();
     let usage = dir.join(format!("usage-{stamp}.jsonl"));
-    export_usage(l, g, &usage, &dir.join(format!("usage-{stamp}.log")))?;
+    export_usage(
+        cli,
+        wait,
+        l,
+        g,
+        &usage,
+        &dir.join(format!("usage-{stamp}.log")),
+    )?;
     let text = std::fs::read_to_string(&usage)
         .map_err(|e| Error::io(format!("read {}", usage.display()), e))?;
     let lines = receipts_of(&text, request_ids, &usage)?;

@@ -19,15 +19,21 @@ use serde_json::json;
 use crate::cli::case::{self, Exited, StartRequest};
 use crate::cli::common::*;
 use crate::cli::out::outln;
+use crate::cli::proc;
 use crate::cli::progress::{RunProgress, RunStanding};
 use crate::cli::receipts;
+use crate::cli::run_state::{Fold, Lease};
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
 use crate::gates::checks;
 use crate::log::ledger::Ledger;
-use crate::method::projections::LineageState;
-use crate::method::run_plan::{self, EvidenceKind, Facts, GateId, Orphan, RunHistory, Step};
-use crate::schema::events::{CaseRef, GroupRef, Status};
+use crate::method::projections::{CaseStatus, LineageState};
+use crate::method::run_plan::{
+    self, EvidenceKind, Facts, GateId, LaunchSeen, Orphan, RunHistory, Step,
+};
+use crate::schema::events::{
+    CaseLaunched, CaseRef, CommandKilled, CommandRole, Event, GroupRef, ProcessRef, Status,
+};
 use crate::schema::names::trial_name;
 use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
@@ -78,9 +84,12 @@ struct Running {
     group: GroupRef,
     log_path: PathBuf,
     started: Instant,
-    /// The frozen `launch.timeout_sec`: past it the process is killed and
-    /// its exit recorded (a signal, no result: CASE-3 makes it invalid).
+    /// The frozen `launch.timeout_sec`: at it the process group is killed,
+    /// the kill and the exit recorded (a signal, no result: CASE-3 makes it
+    /// invalid).
     timeout: Duration,
+    /// The launch command, for the kill record (RUN-4).
+    argv: Vec<String>,
 }
 
 /// What one `run` invocation remembers beyond the ledger.
@@ -101,10 +110,13 @@ struct Runner<'a> {
     last_poll_utc_ns: Option<u64>,
     /// Whether this run has collected the receipts the usage export carries.
     receipts_collected: bool,
-    /// The group's `run` history as the last replay folded it (the step
-    /// being done was planned from it; the receipt polls number their
-    /// attempts by it).
-    history: RunHistory,
+    /// The ledger folded once, then only what is new (RUN-7): the state and
+    /// the group's history every step is planned from.
+    fold: Fold,
+    /// This driver's lease on the group (RUN-2).
+    lease: Option<Lease>,
+    /// While waiting: what wakes the planner besides an exit or an append.
+    idle: Idle,
     /// Set by the first Ctrl-C (or SIGTERM): launch nothing more.
     interrupted: Arc<AtomicBool>,
     /// The bar on stderr (a terminal only; never with `--json`).
@@ -115,6 +127,20 @@ struct Runner<'a> {
     last_sample: Option<Instant>,
     #[cfg(feature = "aws")]
     sample_due: bool,
+}
+
+/// What a waiting `run` looks at on each tick, all of it cheap: the time,
+/// the result files of the cases it waits for, adopted launches (RUN-3).
+#[derive(Default)]
+struct Idle {
+    /// Wake at this time, ns since the epoch.
+    until_utc_ns: Option<u64>,
+    /// Result files whose appearance wakes the planner.
+    results: Vec<PathBuf>,
+    /// Adopted launches whose end wakes the planner.
+    adopted: Vec<ProcessRef>,
+    /// Whether the last step was a wait (otherwise plan again at once).
+    waiting: bool,
 }
 
 /// How often `run` samples the run-tagged sandboxes while its cases run
@@ -152,12 +178,16 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         Some(l) if !a.group.contains('/') => format!("{l}/{}", a.group),
         _ => a.group.clone(),
     };
-    let (_, group) = parse_group(&spec);
+    let (lineage, group) = parse_group(&spec);
     let key = a
         .key
         .as_deref()
         .map(crate::cli::trust::read_signer_key)
         .transpose()?;
+    let mut fold = Fold::new(&cli.ledger, wait, None)?;
+    let l = fold.state.lineage(lineage.as_deref())?;
+    let gref = group_ref(l, &group);
+    fold.set_group(&cli.ledger, wait, gref.clone())?;
     let mut r = Runner {
         cli,
         wait,
@@ -171,7 +201,9 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
         receipts_collected: false,
-        history: RunHistory::default(),
+        fold,
+        lease: None,
+        idle: Idle::default(),
         interrupted: interrupts()?,
         progress: RunProgress::new(&a.group, !a.json && !a.plan),
         #[cfg(feature = "aws")]
@@ -181,40 +213,26 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
     };
     if a.plan {
         r.aws_recorded = !cfg!(feature = "aws");
-        let plan = r.plan_now()?.0;
+        let fold = std::mem::take(&mut r.fold);
+        let plan = r.plan_now(&fold)?;
         return print_plan(&plan, a.json);
     }
     // TRUST-3 on the first replay, before anything runs, not at the seal
     // hours later.
-    let mut unchecked_key = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier);
-    loop {
-        r.reap()?;
-        let (plan, l) = r.plan_now()?;
-        if let Some(verifier) = unchecked_key.take() {
-            crate::method::trust::check_seal_signer(&l, &verifier).map_err(|why| {
-                Error::Refused {
-                    rule: Rule::Trust3,
-                    message: format!("--key: {why}; nothing was run"),
-                }
-            })?;
-        }
-        let next = serde_json::to_value(&plan.next)?;
-        if a.json {
-            print_json(&next)?;
-        }
-        r.progress.update(&RunStanding {
-            done: plan.cases.done,
-            total: plan.cases.total,
-            running: plan.cases.running,
-            left: plan.cases.left,
-            step: next["step"].as_str().unwrap_or("?"),
-            spend_micro_usd: plan.spend_micro_usd,
-            limit_micro_usd: plan.spend_limit_micro_usd,
-        });
-        if let Some(code) = r.act(&l, plan.next)? {
-            return Ok(code);
-        }
+    if let Some(verifier) = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier) {
+        let l = r.fold.state.lineage(lineage.as_deref())?;
+        crate::method::trust::check_seal_signer(l, &verifier).map_err(|why| Error::Refused {
+            rule: Rule::Trust3,
+            message: format!("--key: {why}; nothing was run"),
+        })?;
     }
+    // RUN-2: one driver per group.
+    r.lease = Some(Lease::take(cli, wait, lineage.as_deref(), gref)?);
+    let outcome = r.drive();
+    if let Some(lease) = r.lease.take() {
+        lease.release(cli, wait);
+    }
+    outcome
 }
 
 fn print_plan(plan: &run_plan::RunPlan, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -246,6 +264,7 @@ fn print_plan(plan: &run_plan::RunPlan, as_json: bool) -> anyhow::Result<ExitCod
         )?;
     }
     outln!("next: {}", serde_json::to_string(&plan.next)?)?;
+    outln!("A gate recorded as failing before a wave is a hard stop of the whole lineage (VERDICT-3, RUN-6): to look without recording, use `benchledger check ... --probe`.")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -296,33 +315,123 @@ fn group_ref(l: &LineageState, group: &str) -> GroupRef {
     }
 }
 
+/// Where the recorded launch of each started case of `group` that this
+/// process does not run stands, seen from this machine (RUN-3).
+fn launches_seen(
+    l: &LineageState,
+    group: &str,
+    running_here: &BTreeSet<CaseRef>,
+) -> BTreeMap<CaseRef, LaunchSeen> {
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    l.groups
+        .get(group)
+        .iter()
+        .flat_map(|g| g.cases.iter())
+        .filter(|(case, c)| {
+            !running_here.contains(*case) && c.status(accepted) == CaseStatus::Started
+        })
+        .filter_map(|(case, c)| {
+            let seen = match proc::liveness(&c.launched.as_ref()?.1.process) {
+                proc::Liveness::Alive => LaunchSeen::Alive,
+                proc::Liveness::Gone => LaunchSeen::Gone,
+                proc::Liveness::Elsewhere => LaunchSeen::Elsewhere,
+            };
+            Some((case.clone(), seen))
+        })
+        .collect()
+}
+
 /// A run that cannot go on without the operator: exit 4, the reason.
 #[derive(Debug, thiserror::Error)]
 #[error("run {0}")]
 struct RunBlocked(String);
 
 impl Runner<'_> {
-    /// Replays the ledger, folds the history, gathers the facts and asks
-    /// the planner for the next step (the lock is released on return).
-    fn plan_now(&mut self) -> anyhow::Result<(run_plan::RunPlan, LineageState)> {
-        let (lineage, _) = parse_group(&self.spec);
-        let ledger = Ledger::open(&self.cli.ledger, self.wait)?;
-        let state = decide_state(&ledger)?;
-        let l = state.lineage(lineage.as_deref())?.clone();
-        let mut history = RunHistory::new(group_ref(&l, &self.group));
-        for rec in ledger.records()? {
-            let rec = rec?;
-            history.apply(rec.decoded.record.seq, &rec.decoded.event);
+    /// The loop: plan one step on the in-memory fold, do it, and plan
+    /// again; while the step is a wait, look only at what is cheap (exits,
+    /// the head witness, result files, adopted launches, the time) and
+    /// plan again when one of them changed (RUN-7).
+    fn drive(&mut self) -> anyhow::Result<ExitCode> {
+        let poll = Duration::from_millis(self.args.poll_ms.max(10));
+        loop {
+            let mut woke = self.reap()?;
+            woke |= self.fold.catch_up(&self.cli.ledger, self.wait)?;
+            if let Some(lease) = self.lease.as_mut() {
+                lease.renew_if_due(self.cli, self.wait)?;
+            }
+            if self.idle.waiting && !woke && !self.idle_woke() {
+                #[cfg(feature = "aws")]
+                if !self.running.is_empty() && self.sample_is_due() {
+                    let fold = std::mem::take(&mut self.fold);
+                    let sampled = fold
+                        .state
+                        .lineage(parse_group(&self.spec).0.as_deref())
+                        .map_err(anyhow::Error::from)
+                        .and_then(|l| self.sample(l));
+                    self.fold = fold;
+                    sampled?;
+                    continue;
+                }
+                std::thread::sleep(poll);
+                continue;
+            }
+            self.idle = Idle::default();
+            let fold = std::mem::take(&mut self.fold);
+            let outcome = self.step(&fold);
+            self.fold = fold;
+            if let Some(code) = outcome? {
+                return Ok(code);
+            }
         }
-        drop(ledger);
-        let (dirs, results) = trial_dirs(&job_dir(&l, &self.group))?;
+    }
+
+    /// Plans and does one step on `fold`; `Some(code)` ends the run.
+    fn step(&mut self, fold: &Fold) -> anyhow::Result<Option<ExitCode>> {
+        let plan = self.plan_now(fold)?;
+        let l = fold.state.lineage(parse_group(&self.spec).0.as_deref())?;
+        let next = serde_json::to_value(&plan.next)?;
+        if self.args.json {
+            print_json(&next)?;
+        }
+        self.progress.update(&RunStanding {
+            done: plan.cases.done,
+            total: plan.cases.total,
+            running: plan.cases.running,
+            left: plan.cases.left,
+            step: next["step"].as_str().unwrap_or("?"),
+            spend_micro_usd: plan.spend_micro_usd,
+            limit_micro_usd: plan.spend_limit_micro_usd,
+        });
+        self.act(l, &fold.history, plan.next)
+    }
+
+    /// Whether something a wait watches changed: its time came, a result
+    /// file appeared, an adopted launch ended.
+    fn idle_woke(&self) -> bool {
+        self.idle.until_utc_ns.is_some_and(|t| now_utc_ns() >= t)
+            || self.idle.results.iter().any(|p| p.is_file())
+            || self
+                .idle
+                .adopted
+                .iter()
+                .any(|p| proc::liveness(p) != proc::Liveness::Alive)
+            || self.interrupted.load(Ordering::Relaxed) && self.running.is_empty()
+    }
+
+    /// Gathers the facts and asks the planner for the next step, on the
+    /// in-memory fold (nothing is opened).
+    fn plan_now(&self, fold: &Fold) -> anyhow::Result<run_plan::RunPlan> {
+        let (lineage, _) = parse_group(&self.spec);
+        let l = fold.state.lineage(lineage.as_deref())?;
+        let (dirs, results) = trial_dirs(&job_dir(l, &self.group))?;
         let running: BTreeSet<CaseRef> = self.running.keys().cloned().collect();
+        let launches = launches_seen(l, &self.group, &running);
         let facts = Facts {
             now_utc_ns: now_utc_ns(),
             trial_dirs: &dirs,
             results: &results,
             running_here: &running,
-            history: &history,
+            history: &fold.history,
             stop_launching: self.interrupted.load(Ordering::Relaxed),
             terminate: self.args.terminate,
             evidence_gathered: self.evidence_gathered,
@@ -330,10 +439,14 @@ impl Runner<'_> {
             last_poll_utc_ns: self.last_poll_utc_ns,
             receipts_collected: self.receipts_collected,
             aws_recorded: self.aws_recorded,
+            launches: &launches,
         };
-        let plan = run_plan::next_step(&state, lineage.as_deref(), &self.group, &facts)?;
-        self.history = history;
-        Ok((plan, l))
+        Ok(run_plan::next_step(
+            &fold.state,
+            lineage.as_deref(),
+            &self.group,
+            &facts,
+        )?)
     }
 
     fn say(&self, line: &str) {
@@ -342,8 +455,37 @@ impl Runner<'_> {
         }
     }
 
+    /// A wait: until a process exits, the ledger moves, one of `cases`'
+    /// result files appears, an adopted launch ends, or `until`.
+    fn wait_on(&mut self, l: &LineageState, cases: &[CaseRef], until: Option<u64>) {
+        let job = job_dir(l, &self.group);
+        let g = l.groups.get(&self.group);
+        self.idle = Idle {
+            until_utc_ns: until,
+            results: cases
+                .iter()
+                .map(|c| {
+                    job.join(trial_name(&c.task, &self.group, c))
+                        .join("result.json")
+                })
+                .collect(),
+            adopted: cases
+                .iter()
+                .filter(|c| !self.running.contains_key(*c))
+                .filter_map(|c| g?.cases.get(c)?.launched.as_ref())
+                .map(|(_, e)| e.process.clone())
+                .collect(),
+            waiting: true,
+        };
+    }
+
     /// Does one step; `Some(code)` ends the run.
-    fn act(&mut self, l: &LineageState, step: Step) -> anyhow::Result<Option<ExitCode>> {
+    fn act(
+        &mut self,
+        l: &LineageState,
+        history: &RunHistory,
+        step: Step,
+    ) -> anyhow::Result<Option<ExitCode>> {
         match step {
             Step::OpenGroup => Err(RunBlocked(format!(
                 "needs {} opened: record its daemon start with `benchledger group open` (GATE-4), then run again",
@@ -380,10 +522,15 @@ impl Runner<'_> {
                 Ok(None)
             }
             Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
-            Step::Wait { until_utc_ns, .. } => {
-                self.sample_if_due(l)?;
-                self.wait_for_exits(until_utc_ns).map(|()| None)
+            Step::Wait {
+                cases,
+                until_utc_ns,
+            } => {
+                self.wait_on(l, &cases, until_utc_ns);
+                Ok(None)
             }
+            Step::Sample => self.sample(l).map(|()| None),
+            Step::KillLaunch { case, pgid } => self.kill_adopted(l, &case, pgid).map(|()| None),
             Step::Paused => Err(RunBlocked(format!(
                 "was interrupted: nothing more was launched, and every case it started has ended and is recorded; to continue, run `benchledger run {}` again",
                 self.spec
@@ -396,7 +543,9 @@ impl Runner<'_> {
                 Ok(None)
             }
             Step::GatherEvidence => self.gather_evidence(l).map(|()| None),
-            Step::PollReceipts { request_ids } => self.poll(l, &request_ids).map(|()| None),
+            Step::PollReceipts { request_ids } => {
+                self.poll(l, &request_ids, history).map(|()| None)
+            }
             Step::CollectReceipts { request_ids } => {
                 let found = receipts::collect(self.cli, self.wait, &self.spec, l, &self.group, &request_ids)?;
                 self.receipts_collected = true;
@@ -408,8 +557,7 @@ impl Runner<'_> {
             }
             Step::WaitUntil { until_utc_ns, why } => {
                 self.say(&format!("waiting: {why}"));
-                let left = until_utc_ns.saturating_sub(now_utc_ns());
-                std::thread::sleep(Duration::from_nanos(left.min(1_000_000_000)));
+                self.wait_on(l, &[], Some(until_utc_ns));
                 Ok(None)
             }
             Step::Audit | Step::Terminate { .. } => self.cleanup(l, &step).map(|()| None),
@@ -554,23 +702,30 @@ impl Runner<'_> {
     }
 
     /// The build without AWS cannot sample: an `aws` build's `cleanup
-    /// monitor` records the samples.
+    /// monitor` records the samples (the planner asks for none, RUN-5).
     #[cfg(not(feature = "aws"))]
-    fn sample_if_due(&mut self, _l: &LineageState) -> anyhow::Result<()> {
-        Ok(())
+    fn sample(&mut self, _l: &LineageState) -> anyhow::Result<()> {
+        Err(NeedsAws(format!(
+            "the cleanup monitor sample of {} calls AWS and this build cannot: {AWS_BUILD_HINT}",
+            self.spec
+        ))
+        .into())
     }
 
-    /// While this run's cases run: one `monitor_sampled` after each batch
-    /// it launched, then one every [`MONITOR_EVERY`] (CLEAN-2).
+    /// While this run's cases run: a sample after each wave it launched,
+    /// then one every [`MONITOR_EVERY`] (CLEAN-2).
     #[cfg(feature = "aws")]
-    fn sample_if_due(&mut self, l: &LineageState) -> anyhow::Result<()> {
-        let due = self.sample_due
+    fn sample_is_due(&self) -> bool {
+        self.sample_due
             || self
                 .last_sample
-                .is_none_or(|t| t.elapsed() >= MONITOR_EVERY);
-        if self.running.is_empty() || !due {
-            return Ok(());
-        }
+                .is_none_or(|t| t.elapsed() >= MONITOR_EVERY)
+    }
+
+    /// One `monitor_sampled` of the run-tagged sandboxes (CLEAN-2; RUN-5
+    /// after each case's exit).
+    #[cfg(feature = "aws")]
+    fn sample(&mut self, l: &LineageState) -> anyhow::Result<()> {
         let private = crate::cli::aws::optional_private(l, &self.args.private)?;
         let (session, _) = crate::cli::aws::open_session(l, private.as_ref())?;
         let (seq, ids) = crate::cli::cleanup::monitor_sample(
@@ -645,77 +800,161 @@ impl Runner<'_> {
             "launched {name} (case_started seq {})",
             s.started.seq
         ));
-        let child = case::spawn_command(&command, &s.env, &s.log_path)?;
+        let mut child = case::spawn_command(&command, &s.env, &s.log_path)?;
+        let started = Instant::now();
+        let timeout = Duration::from_secs(plan.launch.timeout_sec);
+        // RUN-3: the process as the kernel names it, so that a later driver
+        // adopts it while it lives and knows at once when it is gone.
+        let recorded = proc::process_ref(child.id())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the launched process {} vanished before it was recorded",
+                    child.id()
+                )
+            })
+            .and_then(|process| {
+                let deadline_utc_ns = now_utc_ns()
+                    .saturating_add(plan.launch.timeout_sec.saturating_mul(1_000_000_000));
+                append(
+                    self.cli,
+                    self.wait,
+                    vec![Event::CaseLaunched(CaseLaunched {
+                        group: s.group.clone(),
+                        case: s.case.clone(),
+                        process,
+                        deadline_utc_ns,
+                    })],
+                )
+            });
+        if let Err(e) = recorded {
+            // A launch the ledger cannot name is not left running (its case
+            // stays `started` and is invalidated at its deadline).
+            let _ = proc::kill_group(child.id());
+            let _ = child.wait();
+            return Err(e);
+        }
         self.running.insert(
             s.case,
             Running {
                 child,
                 group: s.group,
                 log_path: s.log_path,
-                started: Instant::now(),
-                timeout: Duration::from_secs(plan.launch.timeout_sec),
+                started,
+                timeout,
+                argv: command,
             },
         );
         Ok(())
     }
 
-    /// Records the exit of every launched process that ended; whether one
-    /// did.
+    /// Records the exit of every launched process that ended, and kills
+    /// (with its whole process group) and records every one past its
+    /// deadline (RUN-4); whether one ended.
     fn reap(&mut self) -> anyhow::Result<bool> {
-        let mut exited = Vec::new();
+        let mut ended = Vec::new();
         for (case, r) in &mut self.running {
-            if r.started.elapsed() > r.timeout {
-                if !self.args.json {
-                    eprintln!(
-                        "benchledger run: {} is past the frozen launch timeout ({} s): killed",
-                        case.label(),
-                        r.timeout.as_secs()
-                    );
-                }
-                // Already gone is fine: try_wait below sees its status.
-                let _ = r.child.kill();
-            }
-            if let Some(status) = r
-                .child
-                .try_wait()
-                .map_err(|e| Error::io("wait for a launched command".to_string(), e))?
-            {
-                exited.push((case.clone(), status));
+            let e = proc::poll_bounded(&mut r.child, r.started, r.timeout)
+                .map_err(|e| Error::io("wait for a launched command".to_string(), e))?;
+            if let Some(e) = e {
+                ended.push((case.clone(), e));
             }
         }
-        let any = !exited.is_empty();
-        for (case, status) in exited {
+        let any = !ended.is_empty();
+        for (case, e) in ended {
             let r = self
                 .running
                 .remove(&case)
-                .expect("an exited case was running");
-            let e: Exited = case::exited_of(status, r.started.elapsed(), &r.log_path)?;
-            self.say(&format!("{} exited ({:?})", case.label(), e.exit_code));
-            case::record_exit(self.cli, self.wait, r.group, &case, &e, &r.log_path)?;
+                .expect("an ended case was running");
+            if e.killed {
+                self.say(&format!(
+                    "{} is past the frozen launch timeout ({} s): its process group was killed",
+                    case.label(),
+                    r.timeout.as_secs()
+                ));
+                self.record_kill(&r.group, &case, &r.argv, r.child.id(), r.timeout, e.ran)?;
+            }
+            let x: Exited = case::exited_of(e.status, e.ran, &r.log_path)?;
+            self.say(&format!("{} exited ({:?})", case.label(), x.exit_code));
+            case::record_exit(self.cli, self.wait, r.group, &case, &x, &r.log_path)?;
         }
         Ok(any)
     }
 
-    /// Waits a moment for a launched process, or until `until` when
-    /// nothing of ours runs.
-    fn wait_for_exits(&mut self, until: Option<u64>) -> anyhow::Result<()> {
-        if self.reap()? {
-            return Ok(());
-        }
-        let pause = Duration::from_millis(self.args.poll_ms.max(10));
-        let pause = match (self.running.is_empty(), until) {
-            (true, Some(t)) => pause.max(Duration::from_nanos(
-                t.saturating_sub(now_utc_ns()).min(1_000_000_000),
-            )),
-            _ => pause,
-        };
-        std::thread::sleep(pause);
+    /// Records a launch killed at its deadline (RUN-4).
+    fn record_kill(
+        &self,
+        group: &GroupRef,
+        case: &CaseRef,
+        argv: &[String],
+        pgid: u32,
+        deadline: Duration,
+        ran: Duration,
+    ) -> anyhow::Result<()> {
+        append(
+            self.cli,
+            self.wait,
+            vec![Event::CommandKilled(CommandKilled {
+                group: group.clone(),
+                case: Some(case.clone()),
+                role: CommandRole::Launch,
+                argv: argv.to_vec(),
+                pgid,
+                signal: proc::KILL_SIGNAL,
+                deadline_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+                ran_ms: u64::try_from(ran.as_millis()).unwrap_or(u64::MAX),
+            })],
+        )?;
         Ok(())
     }
 
-    /// Waits for every process this run launched (before the close).
+    /// An adopted launch past its deadline (RUN-3, RUN-4): its process
+    /// group killed, the kill recorded, and its end recorded as this run's
+    /// own launches' are (SIGKILL), so the verdict does not depend on which
+    /// driver launched it (RUN-5).
+    fn kill_adopted(&mut self, l: &LineageState, case: &CaseRef, pgid: u32) -> anyhow::Result<()> {
+        let c = l
+            .groups
+            .get(&self.group)
+            .and_then(|g| g.cases.get(case))
+            .ok_or_else(|| anyhow::anyhow!("{} is not a case of {}", case.label(), self.spec))?;
+        let (Some((started_at, started)), Some((_, launched))) = (&c.started, &c.launched) else {
+            return Err(anyhow::anyhow!(
+                "{} has no recorded launch to kill",
+                case.label()
+            ));
+        };
+        if proc::liveness(&launched.process) == proc::Liveness::Alive {
+            proc::kill_group(pgid)
+                .map_err(|e| Error::io(format!("kill process group {pgid}"), e))?;
+        }
+        let ran = Duration::from_nanos(now_utc_ns().saturating_sub(started_at.utc_ns));
+        let deadline =
+            Duration::from_nanos(launched.deadline_utc_ns.saturating_sub(started_at.utc_ns));
+        let group = group_ref(l, &self.group);
+        self.say(&format!(
+            "{} (adopted, pid {pgid}) is past its deadline: its process group was killed",
+            case.label()
+        ));
+        self.record_kill(&group, case, &started.command, pgid, deadline, ran)?;
+        let log =
+            case::default_log_path(&l.frozen.manifest.public, &self.group, &started.trial_name);
+        let x = Exited {
+            exit_code: None,
+            signal: Some(proc::KILL_SIGNAL),
+            duration_ms: u64::try_from(ran.as_millis()).unwrap_or(u64::MAX),
+            log_blake3: blake3_file(&log).map(|(_, h)| h).unwrap_or_default(),
+        };
+        case::record_exit(self.cli, self.wait, group, case, &x, &log)?;
+        Ok(())
+    }
+
+    /// Waits for every process this run launched (before the close),
+    /// within their deadlines, renewing the lease.
     fn wait_all(&mut self) -> anyhow::Result<()> {
         while !self.running.is_empty() {
+            if let Some(lease) = self.lease.as_mut() {
+                lease.renew_if_due(self.cli, self.wait)?;
+            }
             if !self.reap()? {
                 std::thread::sleep(Duration::from_millis(self.args.poll_ms.max(10)));
             }
@@ -752,7 +991,12 @@ impl Runner<'_> {
     /// usage exported there first by the frozen command when absent.
     /// One receipt poll of each pending request (SETTLE-8), then the
     /// receipts found ingested.
-    fn poll(&mut self, l: &LineageState, request_ids: &[String]) -> anyhow::Result<()> {
+    fn poll(
+        &mut self,
+        l: &LineageState,
+        request_ids: &[String],
+        history: &RunHistory,
+    ) -> anyhow::Result<()> {
         self.say(&format!(
             "polling the receipts of {} pending request(s)",
             request_ids.len()
@@ -764,7 +1008,7 @@ impl Runner<'_> {
             l,
             &self.group,
             request_ids,
-            &self.history,
+            history,
         )?;
         self.last_poll_utc_ns = Some(now_utc_ns());
         self.receipts_collected = true;
@@ -791,7 +1035,7 @@ impl Runner<'_> {
                 && !plan.evidence.usage_export.is_empty()
             {
                 let log = PathBuf::from(&g.out_dir).join("usage-export.log");
-                receipts::export_usage(l, g, &file, &log)?;
+                receipts::export_usage(self.cli, self.wait, l, g, &file, &log)?;
             }
             if !file.exists() {
                 self.say(&format!("no {} at {}", kind.name(), file.display()));

@@ -441,7 +441,7 @@ pub struct QuotaNumbers {
     pub used_vcpu: u64,
     /// quota - used, 0 when used exceeds quota.
     pub available_vcpu: u64,
-    /// concurrency x sandbox vCPU + headroom (+ central vCPU when it is
+    /// slots to fill x sandbox vCPU + headroom (+ central vCPU when it is
     /// still to be provisioned).
     pub required_vcpu: u64,
     /// Whether a live central host was found (its vCPUs are in `used`).
@@ -470,14 +470,17 @@ pub fn central_is_live(m: &ManifestFile, live: &[LiveInstance]) -> bool {
     })
 }
 
-/// The GATE-2 arithmetic. `live` are the region's pending and running
-/// instances; `vcpus` maps their types to vCPUs (an unknown type is an
-/// error: the use is never under-counted).
+/// The GATE-2 arithmetic for a wave of `slots` sandboxes (RUN-1; 1 to the
+/// frozen concurrency). `live` are the region's pending and running
+/// instances, the run's own live sandboxes among them; `vcpus` maps their
+/// types to vCPUs (an unknown type is an error: the use is never
+/// under-counted).
 pub fn quota_numbers(
     m: &ManifestFile,
     quota_vcpu: u64,
     live: &[LiveInstance],
     vcpus: &BTreeMap<String, u64>,
+    slots: u32,
 ) -> Result<QuotaNumbers, AwsError> {
     let mut used = 0u64;
     for i in live
@@ -493,7 +496,8 @@ pub fn quota_numbers(
         used = used.saturating_add(*v);
     }
     let central_live = central_is_live(m, live);
-    let mut required = u64::from(m.limits.concurrency)
+    let slots = slots.clamp(1, m.limits.concurrency.max(1));
+    let mut required = u64::from(slots)
         .saturating_mul(m.sandbox.vcpu)
         .saturating_add(m.aws.quota_headroom_vcpu);
     if m.central.mode == CentralMode::Provision && !central_live {
@@ -545,25 +549,66 @@ pub fn quota_observation(
 // GATE-3 and CLEAN-1..3: residue
 // ---------------------------------------------------------------------------
 
+/// The live run-tagged sandboxes split into residue and the ones a started,
+/// non-terminal case of the group owns (RUN-1): a sandbox is owned when its
+/// trial tag names one of `owned_trials`. Both lists of ids are sorted.
+pub fn split_owned(
+    m: &ManifestFile,
+    live: &[LiveInstance],
+    owned_trials: &BTreeSet<String>,
+) -> Residue {
+    let mut r = Residue::default();
+    for i in live {
+        let owned = i
+            .tags
+            .get(&m.tags.trial_key)
+            .is_some_and(|t| owned_trials.contains(t));
+        if owned {
+            r.owned.push(i.id.clone());
+        } else {
+            r.residue.push(i.id.clone());
+        }
+    }
+    r.residue.sort();
+    r.residue.dedup();
+    r.owned.sort();
+    r.owned.dedup();
+    r
+}
+
+/// What a residue query found (GATE-3, RUN-1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Residue {
+    /// Run-tagged sandboxes no running case of the group owns.
+    pub residue: Vec<String>,
+    /// Run-tagged sandboxes of the group's running cases.
+    pub owned: Vec<String>,
+}
+
 /// The residue observation: pass when the exact run-tag query found zero
-/// live sandboxes. `outcome` is the ids found, or why the query failed.
-/// Target: the run tag filter (`key=value`). Details: `sandbox_count`,
-/// `instance_ids` (comma-separated), `region`, `identity`, or `error`.
+/// live sandboxes that no running case of the group owns. `outcome` is
+/// what it found, or why the query failed. Target: the run tag filter
+/// (`key=value`). Details: `sandbox_count` and `instance_ids`
+/// (comma-separated) of the residue, `owned_count` and `owned_instance_ids`
+/// of the running cases' sandboxes, `region`, `identity`, or `error`.
 pub fn residue_observation(
     lineage: &str,
     group: &str,
     run_tag: &str,
     region: &str,
     identity: &str,
-    outcome: &Result<Vec<String>, String>,
+    outcome: &Result<Residue, String>,
 ) -> CheckRecorded {
     let mut d = BTreeMap::new();
     d.insert("region".into(), region.to_string());
     d.insert("identity".into(), identity.to_string());
     let status = match outcome {
-        Ok(ids) => {
+        Ok(found) => {
+            let ids = &found.residue;
             d.insert("sandbox_count".into(), ids.len().to_string());
             d.insert("instance_ids".into(), ids.join(","));
+            d.insert("owned_count".into(), found.owned.len().to_string());
+            d.insert("owned_instance_ids".into(), found.owned.join(","));
             if ids.is_empty() {
                 Status::Pass
             } else {

@@ -302,13 +302,13 @@ fn quota_arithmetic() {
         inst("i-1", "m5.large", "running", &[]),
         inst("i-2", "m5.large", "pending", &[]),
     ];
-    let n = quota_numbers(&m, 14, &live, &vcpus).unwrap();
+    let n = quota_numbers(&m, 14, &live, &vcpus, 1).unwrap();
     assert_eq!(
         (n.used_vcpu, n.available_vcpu, n.required_vcpu),
         (4, 10, 10)
     );
     assert_eq!(n.status(), Status::Pass, "available == required passes");
-    let n = quota_numbers(&m, 13, &live, &vcpus).unwrap();
+    let n = quota_numbers(&m, 13, &live, &vcpus, 1).unwrap();
     assert_eq!(n.status(), Status::Fail, "one below fails");
     // A live central host (run tag + central role) is in the use, not added again.
     let central = inst(
@@ -321,30 +321,36 @@ fn quota_arithmetic() {
         ],
     );
     let with_central = [live.clone(), vec![central]].concat();
-    let n = quota_numbers(&m, 14, &with_central, &vcpus).unwrap();
+    let n = quota_numbers(&m, 14, &with_central, &vcpus, 1).unwrap();
     assert!(n.central_live);
     assert_eq!((n.used_vcpu, n.required_vcpu, n.available_vcpu), (8, 6, 6));
     // Reuse never adds the central host.
     m.central.mode = CentralMode::Reuse;
     m.central.instance_id = Some("i-other".into());
     assert_eq!(
-        quota_numbers(&m, 14, &live, &vcpus).unwrap().required_vcpu,
+        quota_numbers(&m, 14, &live, &vcpus, 1)
+            .unwrap()
+            .required_vcpu,
         6
     );
     // Stopped instances are not in the use; an unknown type is an error.
     let stopped = vec![inst("i-3", "zz.huge", "stopped", &[])];
     assert_eq!(
-        quota_numbers(&m, 14, &stopped, &vcpus).unwrap().used_vcpu,
+        quota_numbers(&m, 14, &stopped, &vcpus, 1)
+            .unwrap()
+            .used_vcpu,
         0
     );
     let unknown = vec![inst("i-4", "zz.huge", "running", &[])];
-    assert!(quota_numbers(&m, 14, &unknown, &vcpus)
+    assert!(quota_numbers(&m, 14, &unknown, &vcpus, 1)
         .unwrap_err()
         .0
         .contains("zz.huge"));
     // Use past the quota leaves 0 available, never a wrap.
     assert_eq!(
-        quota_numbers(&m, 1, &live, &vcpus).unwrap().available_vcpu,
+        quota_numbers(&m, 1, &live, &vcpus, 1)
+            .unwrap()
+            .available_vcpu,
         0
     );
     let obs = quota_observation(&m, "us-east-1", &Err(AwsError("x".into())));
@@ -438,7 +444,13 @@ fn error_text_is_one_bounded_line_and_never_a_credential() {
 
 #[test]
 fn residue_passes_only_at_zero() {
-    let zero = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &Ok(vec![]));
+    let found = |residue: &[&str], owned: &[&str]| {
+        Ok(Residue {
+            residue: residue.iter().map(|s| s.to_string()).collect(),
+            owned: owned.iter().map(|s| s.to_string()).collect(),
+        })
+    };
+    let zero = residue_observation("l", "r1", "run=x", "us-east-1", "arn:…", &found(&[], &[]));
     assert_eq!(zero.status, Status::Pass);
     assert_eq!(zero.details["sandbox_count"], "0");
     let one = residue_observation(
@@ -447,10 +459,26 @@ fn residue_passes_only_at_zero() {
         "run=x",
         "us-east-1",
         "arn:…",
-        &Ok(vec!["i-1".into()]),
+        &found(&["i-1"], &[]),
     );
     assert_eq!(one.status, Status::Fail);
     assert_eq!(one.details["instance_ids"], "i-1");
+    // RUN-1: the sandboxes of the group's running cases are not residue.
+    let owned = residue_observation(
+        "l",
+        "r1",
+        "run=x",
+        "us-east-1",
+        "arn:…",
+        &found(&[], &["i-2"]),
+    );
+    assert_eq!(
+        owned.status,
+        Status::Pass,
+        "RUN-1: owned sandboxes are not residue"
+    );
+    assert_eq!(owned.details["owned_instance_ids"], "i-2");
+    assert_eq!(owned.details["sandbox_count"], "0");
     let err = residue_observation(
         "l",
         "r1",
@@ -461,4 +489,53 @@ fn residue_passes_only_at_zero() {
     );
     assert_eq!(err.status, Status::Fail);
     assert_eq!(err.details["error"], "unreachable");
+}
+
+#[test]
+fn a_sandbox_is_owned_only_when_its_trial_tag_names_a_running_case() {
+    let f = frozen(&[], &[]);
+    let m = f.manifest.public.clone();
+    let trial = m.tags.trial_key.clone();
+    let live = vec![
+        inst(
+            "i-run",
+            "m5.large",
+            "running",
+            &[(trial.as_str(), "fix-git__r1-t1")],
+        ),
+        inst(
+            "i-done",
+            "m5.large",
+            "running",
+            &[(trial.as_str(), "fix-git__r1-t2")],
+        ),
+        inst("i-untagged", "m5.large", "pending", &[]),
+    ];
+    let running: BTreeSet<String> = ["fix-git__r1-t1".to_string()].into();
+    let r = split_owned(&m, &live, &running);
+    // rule RUN-1: residue is a run-tagged sandbox no running case owns.
+    assert_eq!(r.owned, vec!["i-run".to_string()], "RUN-1");
+    assert_eq!(
+        r.residue,
+        vec!["i-done".to_string(), "i-untagged".to_string()],
+        "RUN-1"
+    );
+    // rule RUN-1: a wave of k slots needs k x vCPU + headroom, not c x vCPU.
+    let mut m3 = m.clone();
+    m3.limits.concurrency = 3;
+    let vcpus: BTreeMap<String, u64> = [("m5.large".to_string(), 2)].into();
+    let two = quota_numbers(&m3, 100, &[], &vcpus, 2).unwrap();
+    let three = quota_numbers(&m3, 100, &[], &vcpus, 9).unwrap();
+    assert_eq!(
+        three.required_vcpu - two.required_vcpu,
+        2,
+        "RUN-1: one slot more is one sandbox more"
+    );
+    assert_eq!(
+        three.required_vcpu,
+        quota_numbers(&m3, 100, &[], &vcpus, 3)
+            .unwrap()
+            .required_vcpu,
+        "slots are clamped to the concurrency"
+    );
 }

@@ -19,6 +19,12 @@ use crate::log::store::{self, Layout, SledStore, Store};
 use crate::schema::events::{Event, LedgerCreated};
 use crate::schema::rule::Rule;
 
+/// A check run on every `Ledger::open` of this process, under the writer
+/// lock (see [`Ledger::set_fence`]).
+pub type FenceCheck = Box<dyn Fn(&Ledger) -> Result<()> + Send + Sync>;
+
+static FENCE: std::sync::RwLock<Option<FenceCheck>> = std::sync::RwLock::new(None);
+
 const LOCK_FILE: &str = "benchledger.lock";
 /// Keys gathered per write while the idempotency index is caught up.
 const INDEX_CATCH_UP_KEYS: usize = 100_000;
@@ -240,11 +246,36 @@ impl Ledger {
         }
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
-        Ok(Ledger {
+        let ledger = Ledger {
             store: SledStore::open(dir)?,
             dir: dir.to_path_buf(),
             _lock: file,
-        })
+        };
+        let fence = FENCE
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(check) = fence.as_ref() {
+            check(&ledger)?;
+        }
+        drop(fence);
+        Ok(ledger)
+    }
+
+    /// Sets (or clears) the check every `open` of this process runs under
+    /// the writer lock before it hands the ledger out: a driver's fencing
+    /// (RUN-2), so that once its lease was taken over nothing it does can
+    /// append.
+    pub fn set_fence(check: Option<FenceCheck>) {
+        *FENCE
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = check;
+    }
+
+    /// The raw bytes of the head witness of the ledger in `dir`, read
+    /// without the lock: they change with every acknowledged append (a
+    /// hint for a long-lived reader, RUN-7; what it then reads is verified).
+    pub fn head_stamp(dir: &Path) -> Option<Vec<u8>> {
+        store::witness_stamp(dir)
     }
 
     /// The ledger directory.

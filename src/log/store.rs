@@ -692,6 +692,20 @@ fn parse_witness_slot(b: &[u8]) -> Option<Option<Head>> {
     }
 }
 
+/// The raw bytes of a ledger directory's head witness, read without any
+/// lock: they change with every acknowledged append, so a long-lived
+/// reader (`run`, RUN-7) re-reads the log only when they changed. A hint,
+/// never trusted: what is then read goes through the verified walk.
+pub fn witness_stamp(dir: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(dir.join(WITNESS_FILE)).ok()?;
+    let mut buf = Vec::with_capacity(2 * WITNESS_SLOT_BYTES);
+    f.take(2 * WITNESS_SLOT_BYTES as u64)
+        .read_to_end(&mut buf)
+        .ok()?;
+    Some(buf)
+}
+
 /// What the witness file says.
 #[derive(Debug, Clone)]
 enum Witnessed {

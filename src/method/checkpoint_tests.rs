@@ -388,8 +388,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            5,
-            "58233ee450b5d217b1688d400b315b704830399fdd73a0bcdac088f8927fde7f".to_string()
+            6,
+            "87fd164c59d8dc64f06dcf9385218bcadf9e59c174d94efeea355f5e24e176e1".to_string()
         ),
         "state layout changed"
     );

@@ -81,17 +81,22 @@ fn identity(l: &LineageState, e: &IdentityChecked) -> Option<Refutation> {
     None
 }
 
-/// GATE-2: available (quota - use) covers the frozen formula: concurrency x
-/// sandbox vCPU + headroom, + the central host's vCPU while it is still to
-/// be provisioned (so the recorded requirement is one of those two).
+/// GATE-2 and RUN-1: available (quota - use) covers the frozen formula for
+/// one wave: slots to fill x sandbox vCPU + headroom, + the central host's
+/// vCPU while it is still to be provisioned, with 1 <= slots <= the frozen
+/// concurrency (so the recorded requirement is one of those values; the
+/// run's own live sandboxes are already in the regional use).
 fn quota(l: &LineageState, e: &QuotaChecked) -> Option<Refutation> {
     let m = &l.frozen.manifest.public;
-    let base = u64::from(m.limits.concurrency)
-        .saturating_mul(m.sandbox.vcpu)
-        .saturating_add(m.aws.quota_headroom_vcpu);
-    let mut allowed = vec![base];
-    if m.central.mode == CentralMode::Provision {
-        allowed.push(base.saturating_add(m.central.vcpu));
+    let mut allowed = Vec::new();
+    for slots in 1..=u64::from(m.limits.concurrency) {
+        let base = slots
+            .saturating_mul(m.sandbox.vcpu)
+            .saturating_add(m.aws.quota_headroom_vcpu);
+        allowed.push(base);
+        if m.central.mode == CentralMode::Provision {
+            allowed.push(base.saturating_add(m.central.vcpu));
+        }
     }
     if !allowed.contains(&e.required_vcpu) {
         return refuted(

@@ -9,11 +9,11 @@ use crate::error::{Error, Result};
 use crate::log::ledger::Ledger;
 use crate::method::observations::{refute, Refutation};
 use crate::schema::events::{
-    CaseInvalidated, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied, GroupOpened,
-    GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen, Protocol,
-    ReceiptState, ReconciliationStatus, SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets,
-    TraceStatus, TrialResultRecordedV2, UsageOrigin,
+    CaseInvalidated, CaseLaunched, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
+    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied,
+    GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen,
+    Protocol, ReceiptState, ReconciliationStatus, RunLeased, SecurityRefusalRecorded, SignOffRole,
+    Status, TokenBuckets, TraceStatus, TrialResultRecordedV2, UsageOrigin,
 };
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
@@ -76,6 +76,8 @@ pub struct CaseState {
     pub refusals: Vec<(At, SecurityRefusalRecorded)>,
     /// Made terminal-invalid on non-result evidence (CASE-3, CASE-8).
     pub invalidated: Option<(At, CaseInvalidated)>,
+    /// The process it was launched as (RUN-3), if recorded.
+    pub launched: Option<(At, CaseLaunched)>,
 }
 
 impl CaseState {
@@ -136,6 +138,12 @@ pub struct GroupState {
     pub jobs: Vec<(At, HarborJobRecorded)>,
     /// Credential shapes found in the group's ingested files (BIND-8).
     pub leaks: Vec<(At, CredentialFound)>,
+    /// Seq of the latest monitor sample (RUN-5: one after each case's exit).
+    pub monitor_last_seq: Option<u64>,
+    /// The latest lease of a driver on the group (RUN-2).
+    pub lease: Option<(At, RunLeased)>,
+    /// Commands killed at their deadlines (RUN-4).
+    pub kills: Vec<(At, CommandKilled)>,
 }
 
 /// A trace as the join needs it.
@@ -341,6 +349,9 @@ pub struct Gates {
     pub identity: Option<Observation>,
     /// The latest quota check.
     pub quota: Option<Observation>,
+    /// The vCPUs the latest quota check found available (RUN-1: a wave
+    /// launches no more sandboxes than they cover).
+    pub quota_available_vcpu: u64,
     /// The latest generic check by (kind, group, target).
     pub checks: BTreeMap<CheckKey, Observation>,
 }
@@ -661,6 +672,7 @@ impl State {
                         status: e.status,
                         refuted,
                     });
+                    l.gates.quota_available_vcpu = e.available_vcpu;
                 }
             }
             Event::CheckRecorded(e) => {
@@ -719,6 +731,13 @@ impl State {
             Event::MonitorSampled(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.monitor_peak = Some(g.monitor_peak.unwrap_or(0).max(e.sandbox_count));
                 g.monitor_samples += 1;
+                g.monitor_last_seq = Some(at.seq);
+            }),
+            Event::RunLeased(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.lease = Some((at, e.clone()));
+            }),
+            Event::CommandKilled(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.kills.push((at, e.clone()));
             }),
             Event::CleanupAudited(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.cleanup = Some((at, e.clone()));
@@ -769,6 +788,9 @@ impl State {
                     c.invalidated.get_or_insert_with(|| (at, e.clone()));
                 })
             }
+            Event::CaseLaunched(e) => self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                c.launched.get_or_insert_with(|| (at, e.clone()));
+            }),
             _ => return false,
         }
         true

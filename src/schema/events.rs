@@ -215,6 +215,15 @@ vocabulary! {
     /// A checkpoint of the log before this record: origin, tree size and
     /// Merkle root, signed or not (TRUST-1, TRUST-4).
     CheckpointRecorded(CheckpointRecorded) = "checkpoint_recorded.v1",
+    /// The process a started case was launched as, as the kernel names it
+    /// (RUN-3): a rerun adopts it while it lives and marks the case a
+    /// controller crash as soon as it is gone.
+    CaseLaunched(CaseLaunched) = "case_launched.v1",
+    /// An external command killed at its deadline with its whole process
+    /// group (RUN-4).
+    CommandKilled(CommandKilled) = "command_killed.v1",
+    /// A driver's lease on a group, taken, renewed or released (RUN-2).
+    RunLeased(RunLeased) = "run_leased.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -1343,4 +1352,88 @@ mod tests {
         assert!(s.contains(&("ledger_id".into(), "ab".into())));
         assert!(s.contains(&("tool_version".into(), "benchledger 0.1.0".into())));
     }
+}
+
+// ---------------------------------------------------------------------------
+// The driver (RUN)
+// ---------------------------------------------------------------------------
+
+/// A process as the kernel names it: a pid is reused, so it is matched with
+/// its start time and the machine's boot (RUN-2, RUN-3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRef {
+    /// The host name of the machine.
+    pub host: String,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`).
+    pub boot_id: String,
+    /// The process id.
+    pub pid: u32,
+    /// The process's start time, clock ticks after boot (`/proc/PID/stat`
+    /// field 22).
+    pub start_ticks: u64,
+}
+
+/// The process a started case was launched as (RUN-3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseLaunched {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    pub case: CaseRef,
+    /// The launched process; its process group id is its pid.
+    pub process: ProcessRef,
+    /// The launch deadline, ns since the epoch (the case's start plus the
+    /// frozen `launch.timeout_sec`).
+    pub deadline_utc_ns: u64,
+}
+
+crate::schema::named::named_enum! {
+    /// Which external command a driver ran (RUN-4).
+    pub enum CommandRole {
+        /// A case's frozen launch command.
+        Launch = "launch",
+        /// The frozen usage export.
+        UsageExport = "usage_export",
+        /// One receipt poll (the frozen `evidence.reconcile`).
+        ReceiptPoll = "receipt_poll",
+        /// `case run`'s command.
+        CaseCommand = "case_command",
+    }
+}
+
+/// An external command killed at its deadline (RUN-4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandKilled {
+    /// The group it ran for.
+    pub group: GroupRef,
+    /// The case, for a launch or a case command.
+    pub case: Option<CaseRef>,
+    /// Which command.
+    pub role: CommandRole,
+    /// Its argv.
+    pub argv: Vec<String>,
+    /// Its process group, killed whole.
+    pub pgid: u32,
+    /// The signal sent to the group.
+    pub signal: i32,
+    /// The deadline it ran under, ms.
+    pub deadline_ms: u64,
+    /// How long it had run when killed, ms.
+    pub ran_ms: u64,
+}
+
+/// A driver's lease on a group (RUN-2): taken, renewed, or released (an
+/// expiry at or before the record's own time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLeased {
+    /// The group.
+    pub group: GroupRef,
+    /// The driver's random id, fixed for one `run` process.
+    pub holder: String,
+    /// The driver's process.
+    pub process: ProcessRef,
+    /// When the lease ends unless renewed, ns since the epoch.
+    pub expires_utc_ns: u64,
+    /// The holder this lease was taken over from, if any.
+    pub taken_from: Option<String>,
 }

@@ -164,6 +164,12 @@ crate::schema::named::named_enum! {
         Bind8 = "BIND-8",
         /// Binding: paths are checked.
         Bind9 = "BIND-9",
+        /// Binding: untrusted text is inert on display.
+        Bind10 = "BIND-10",
+        /// Binding: every timestamp, the trial's own config, attempt counts.
+        Bind11 = "BIND-11",
+        /// Binding: a refused evidence file is kept.
+        Bind12 = "BIND-12",
         /// Trust: checkpoints.
         Trust1 = "TRUST-1",
         /// Trust: proofs.
@@ -172,6 +178,28 @@ crate::schema::named::named_enum! {
         Trust3 = "TRUST-3",
         /// Trust: published reports carry their checkpoint.
         Trust4 = "TRUST-4",
+        /// Trust: only listed operator keys sign checkpoints that count.
+        Trust5 = "TRUST-5",
+        /// Trust: witnesses and their quorum.
+        Trust6 = "TRUST-6",
+        /// Trust: an auditor remembers the largest checkpoint it accepted.
+        Trust7 = "TRUST-7",
+        /// Trust: publication as C2SP tiles and proofs.
+        Trust8 = "TRUST-8",
+        /// Driver: a worker pool within the gates.
+        Run1 = "RUN-1",
+        /// Driver: one driver per group (a lease, fencing).
+        Run2 = "RUN-2",
+        /// Driver: launch records and crash recovery.
+        Run3 = "RUN-3",
+        /// Driver: every external command has a deadline.
+        Run4 = "RUN-4",
+        /// Driver: what `run` records never depends on timing.
+        Run5 = "RUN-5",
+        /// Driver: a probe observes without recording.
+        Run6 = "RUN-6",
+        /// Driver: an incremental fold.
+        Run7 = "RUN-7",
         /// Ledger: append-only.
         Ledger1 = "LEDGER-1",
         /// Ledger: idempotency keys.

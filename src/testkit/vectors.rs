@@ -25,10 +25,10 @@ fn hex64(tag: &str) -> String {
 }
 
 /// One example event of every kind, in vocabulary order, each with an
-/// optional idempotency key. The last two are the example operator's
-/// signed sign-off (key `alice` of `testkit::examples::signer`, derivable
-/// by anyone) and a checkpoint of every record before it, signed by the
-/// same key.
+/// optional idempotency key. After the older kinds come the example
+/// operator's signed sign-off (key `alice` of `testkit::examples::signer`,
+/// derivable by anyone), a checkpoint of every record before it, signed by
+/// the same key, and one event of each driver kind (RUN-2..4).
 pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::SignOffRole;
     let mut events = events_before_trust();
@@ -49,7 +49,62 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     events.push((Event::ManifestSignedOffV2(signed), None));
     let checkpoint = checkpoint_of(&events, &alice);
     events.push((Event::CheckpointRecorded(checkpoint), None));
+    events.extend(driver_events(&frozen.lineage));
     events
+}
+
+/// One example of each driver kind (RUN-2..4), after the checkpoint.
+fn driver_events(lineage: &str) -> Vec<(Event, Option<String>)> {
+    use crate::schema::events::*;
+    let group = GroupRef {
+        lineage: lineage.to_string(),
+        group: "control".into(),
+    };
+    let case = CaseRef {
+        task: "fix-git".into(),
+        trial: "t1".into(),
+        replacement: 0,
+    };
+    let process = |pid: u32| ProcessRef {
+        host: "controller-1".into(),
+        boot_id: "0f6c2a54-4a4e-4f7e-9d0e-7f1b1c2d3e4f".into(),
+        pid,
+        start_ticks: 123_456,
+    };
+    vec![
+        (
+            Event::CaseLaunched(CaseLaunched {
+                group: group.clone(),
+                case: case.clone(),
+                process: process(4242),
+                deadline_utc_ns: 1_795_000_000_000_000_000,
+            }),
+            None,
+        ),
+        (
+            Event::CommandKilled(CommandKilled {
+                group: group.clone(),
+                case: Some(case),
+                role: CommandRole::Launch,
+                argv: vec!["harbor".into(), "trial".into(), "start".into()],
+                pgid: 4242,
+                signal: 9,
+                deadline_ms: 7_200_000,
+                ran_ms: 7_200_013,
+            }),
+            None,
+        ),
+        (
+            Event::RunLeased(RunLeased {
+                group,
+                holder: "5f0e3b1c9a8d7e6f5a4b3c2d1e0f9a8b".into(),
+                process: process(4100),
+                expires_utc_ns: 1_795_000_060_000_000_000,
+                taken_from: None,
+            }),
+            None,
+        ),
+    ]
 }
 
 /// The checkpoint of the chain of `events`, signed by `key`.

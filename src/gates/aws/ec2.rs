@@ -228,16 +228,24 @@ pub fn live_sandboxes(
     session: &Session,
     m: &ManifestFile,
 ) -> Result<Vec<(String, String)>, AwsError> {
-    let mut f = RunTags::sandboxes(m).filters();
-    f.push(filter("instance-state-name", LIVE_INSTANCE_STATES));
-    let mut out: Vec<(String, String)> = session
-        .instances(&f)?
+    let mut out: Vec<(String, String)> = live_sandbox_instances(session, m)?
         .into_iter()
         .map(|i| (i.id, i.state))
         .collect();
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// Live run-tagged sandboxes with their tags (the residue gate splits off
+/// the running cases' own, RUN-1).
+pub fn live_sandbox_instances(
+    session: &Session,
+    m: &ManifestFile,
+) -> Result<Vec<LiveInstance>, AwsError> {
+    let mut f = RunTags::sandboxes(m).filters();
+    f.push(filter("instance-state-name", LIVE_INSTANCE_STATES));
+    session.instances(&f)
 }
 
 fn add_found(

@@ -48,7 +48,7 @@ pub mod quota;
 pub mod session;
 pub mod sts;
 
-pub use ec2::{audit, live_sandboxes, terminate, Attachable};
+pub use ec2::{audit, live_sandbox_instances, live_sandboxes, terminate, Attachable};
 pub use profile::{resolve_profile, resolve_profile_text, ProfileChain};
 pub use quota::measure_quota;
 pub use session::Session;

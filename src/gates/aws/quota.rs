@@ -69,11 +69,16 @@ impl Session {
     }
 }
 
-/// Measures GATE-2 in the session's region.
-pub fn measure_quota(session: &Session, m: &ManifestFile) -> Result<QuotaNumbers, AwsError> {
+/// Measures GATE-2 in the session's region for a wave of `slots`
+/// sandboxes (RUN-1).
+pub fn measure_quota(
+    session: &Session,
+    m: &ManifestFile,
+    slots: u32,
+) -> Result<QuotaNumbers, AwsError> {
     let quota = session.vcpu_quota(&m.aws.quota_code)?;
     let live = session.instances(&[filter("instance-state-name", QUOTA_INSTANCE_STATES)])?;
     let types: BTreeSet<String> = live.iter().map(|i| i.instance_type.clone()).collect();
     let vcpus = session.vcpus_by_type(&types)?;
-    quota_numbers(m, quota, &live, &vcpus)
+    quota_numbers(m, quota, &live, &vcpus, slots)
 }

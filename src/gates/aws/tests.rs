@@ -606,12 +606,14 @@ fn moto_quota_sufficient_and_insufficient() {
     let run = unique("quota");
     let m = run_manifest(region, &run);
     set_moto_quota(1_000);
-    let base = measure_quota(&t.session, &m).unwrap().used_vcpu;
+    let base = measure_quota(&t.session, &m, m.limits.concurrency)
+        .unwrap()
+        .used_vcpu;
     let a = launch(&t.session, "m5.large", &[("project", "other")]);
     let b = launch(&t.session, "m5.large", &[("project", "other")]);
     // used = base + 4; required = 1 x 2 + 4 headroom + 4 central to provision = 10.
     set_moto_quota(base + 4 + 10);
-    let n = measure_quota(&t.session, &m).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
     assert_eq!(n.used_vcpu, base + 4);
     assert_eq!(n.required_vcpu, 10);
     assert_eq!(n.status(), Status::Pass, "{n:?}");
@@ -621,7 +623,7 @@ fn moto_quota_sufficient_and_insufficient() {
         (base + 14, 10, Status::Pass)
     );
     set_moto_quota(base + 4 + 9);
-    let n = measure_quota(&t.session, &m).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
     assert_eq!(n.status(), Status::Fail, "{n:?}");
     // A live central host (m5.xlarge, 4 vCPU) is in the use and not required again.
     let c = launch(
@@ -633,7 +635,7 @@ fn moto_quota_sufficient_and_insufficient() {
         ],
     );
     set_moto_quota(base + 8 + 6);
-    let n = measure_quota(&t.session, &m).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
     assert!(n.central_live);
     assert_eq!(
         (n.used_vcpu, n.required_vcpu, n.status()),

@@ -13,6 +13,7 @@ mod evidence;
 mod freeze;
 mod group;
 mod lineage;
+mod run;
 mod seal;
 
 pub use case::{case_start, render_identity, resume, CaseStart, ResumeRow};
@@ -20,6 +21,7 @@ pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_resu
 pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};
 pub use lineage::{control_reuse, feedback, lineage_stop};
+pub use run::{fenced, fenced_by, run_lease, LeaseRequest};
 pub use seal::{seal, seal_checkpoint, seal_signer};
 
 use crate::error::{Error, Result};

@@ -7,10 +7,16 @@
 //! audit, terminate and seal (CLEAN-1..3, VERDICT-4), and when a hard stop
 //! ends launching (VERDICT-3).
 //!
-//! A batch is up to `concurrency` cases launched together after every gate
-//! was observed for it; the next batch waits until every case of this one
-//! is terminal (a running case's sandbox is run-tagged, so the residue gate
-//! of the next batch could not pass while it lives).
+//! A worker pool within the gates (RUN-1): a slot freed by a finished case
+//! is refilled as soon as the gates of that wave were observed after the
+//! lineage's last start and pass (the residue gate counts only run-tagged
+//! sandboxes no started case of the group owns); no wave waits for a whole
+//! earlier wave. A started case whose launch was recorded (RUN-3) is
+//! adopted while its process lives and invalidated as a controller crash as
+//! soon as it is gone; an adopted launch past its deadline is killed with
+//! its process group (RUN-4). After each case's exit, a cleanup monitor
+//! sample is taken before anything else moves on (RUN-5), however quickly
+//! the case ended.
 //!
 //! The executor (`cli::run`) asks for the next step, does exactly that one
 //! step through the verbs' own functions (every result appended to the
@@ -25,7 +31,7 @@ mod tests;
 pub use gates::{gate_lines, gates_of, last_start_seq, GateId, GateLine, GateState};
 pub use history::{poll_file_name, poll_key, EvidenceKind, RunHistory, RECONCILE_ROLE};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -71,6 +77,22 @@ pub struct Facts<'a> {
     /// residue observations an `aws` build recorded: they count while
     /// passing and fresh, not once per batch (`BENCHLEDGER_AWS_GATES=recorded`).
     pub aws_recorded: bool,
+    /// Where the recorded launch of each started case not run here stands
+    /// (RUN-3), as this machine sees it.
+    pub launches: &'a BTreeMap<CaseRef, LaunchSeen>,
+}
+
+/// A recorded launch (`case_launched`) as the driver's machine sees it
+/// (RUN-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchSeen {
+    /// The same process (pid, start time, boot) lives: adopt it.
+    Alive,
+    /// It is gone: the case is a controller crash at once.
+    Gone,
+    /// It ran on another machine: wait for its deadline.
+    Elsewhere,
 }
 
 /// A started case that no process of this run is waiting for.
@@ -123,6 +145,17 @@ pub enum Step {
         /// The cases and why.
         orphans: Vec<Orphan>,
     },
+    /// Kill an adopted launch past its deadline with its whole process
+    /// group, and record the kill (RUN-4).
+    KillLaunch {
+        /// The case.
+        case: CaseRef,
+        /// Its process group (its recorded pid).
+        pgid: u32,
+    },
+    /// Take one cleanup monitor sample: a case exited after the latest one
+    /// (RUN-5, CLEAN-2).
+    Sample,
     /// Wait for launched processes or for a result until `until_utc_ns`.
     Wait {
         /// The cases waited for.
@@ -269,6 +302,30 @@ fn counts(l: &LineageState, group: &str, g: Option<&GroupState>) -> CaseCounts {
     out
 }
 
+/// The slots a wave may fill now (RUN-1, CASE-7): the frozen concurrency
+/// less the lineage's started, non-terminal cases, at least 1 (the quota
+/// gate of a wave is for one sandbox at the least).
+pub fn free_slots(l: &LineageState) -> u32 {
+    let m = &l.frozen.manifest.public;
+    let accepted = &m.harbor.accepted_exceptions;
+    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
+    let running = u32::try_from(running).unwrap_or(u32::MAX);
+    m.limits.concurrency.saturating_sub(running).max(1)
+}
+
+/// The Harbor trial names of the group's started, non-terminal cases: the
+/// sandboxes tagged with them are theirs, not residue (RUN-1, GATE-3).
+pub fn running_trials(l: &LineageState, group: &str) -> BTreeSet<String> {
+    let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+    l.groups
+        .get(group)
+        .iter()
+        .flat_map(|g| g.cases.iter())
+        .filter(|(_, c)| c.status(accepted) == CaseStatus::Started)
+        .map(|(case, _)| trial_name(&case.task, group, case))
+        .collect()
+}
+
 /// The hard stop `run` records (VERDICT-3): nothing when the lineage is
 /// already stopped.
 pub fn hard_stop(
@@ -341,7 +398,26 @@ fn step(state: &State, l: &LineageState, plan: &Plan, group: &str, f: &Facts<'_>
         return Ok(Step::OpenGroup);
     };
     if let Some(s) = started_cases_step(l, plan, group, g, f) {
+        let refill = matches!(s, Step::Wait { .. })
+            && g.closed.is_none()
+            && !f.stop_launching
+            && l.stopped.is_none();
+        if refill {
+            // RUN-1: a freed slot is refilled while the others still run;
+            // only the gates, a launch or a hard stop take the place of the
+            // wait.
+            let next = launch_step(state, l, group, f)?;
+            if matches!(
+                next,
+                Step::TakeGates { .. } | Step::Launch { .. } | Step::Stop { .. }
+            ) {
+                return Ok(next);
+            }
+        }
         return Ok(s);
+    }
+    if needs_sample(g, f) {
+        return Ok(Step::Sample);
     }
     if f.stop_launching {
         return Ok(Step::Paused);
@@ -352,8 +428,49 @@ fn step(state: &State, l: &LineageState, plan: &Plan, group: &str, f: &Facts<'_>
     Ok(after_close_step(l, plan, g, f))
 }
 
+/// RUN-5: a case's process exit, invalidation or result is recorded after
+/// the group's latest monitor sample. A build relying on recorded AWS
+/// observations cannot sample (an `aws` build's `cleanup monitor` does).
+fn needs_sample(g: &GroupState, f: &Facts<'_>) -> bool {
+    if f.aws_recorded {
+        return false;
+    }
+    let last_end = g
+        .cases
+        .values()
+        .filter_map(|c| {
+            let ends = [
+                c.exited.map(|at| at.seq),
+                c.invalidated.as_ref().map(|(at, _)| at.seq),
+                c.result.as_ref().map(|(at, _)| at.seq),
+            ];
+            ends.into_iter().flatten().min()
+        })
+        .max();
+    last_end.is_some_and(|end| g.monitor_last_seq.is_none_or(|s| s < end))
+}
+
+/// What the started, non-terminal cases of a group need.
+#[derive(Default)]
+struct StartedCases {
+    ingest: Vec<CaseRef>,
+    orphans: Vec<Orphan>,
+    kill: Option<(CaseRef, u32)>,
+    waiting: Vec<CaseRef>,
+    until: Option<u64>,
+}
+
+impl StartedCases {
+    fn wait_until(&mut self, case: &CaseRef, deadline: u64) {
+        self.waiting.push(case.clone());
+        self.until = Some(self.until.map_or(deadline, |u| u.min(deadline)));
+    }
+}
+
 /// Started cases that are not terminal: ingest a result on disk, wait for
-/// a process or a result, or invalidate past the launch timeout.
+/// a process (ours or an adopted one, RUN-3) or a result, kill an adopted
+/// launch past its deadline (RUN-4), or invalidate a case whose launch is
+/// gone, or whose deadline passed with nothing to wait for (CASE-3).
 fn started_cases_step(
     l: &LineageState,
     plan: &Plan,
@@ -363,8 +480,7 @@ fn started_cases_step(
 ) -> Option<Step> {
     let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
     let timeout_ns = plan.launch.timeout_sec.saturating_mul(1_000_000_000);
-    let (mut ingest, mut orphans, mut waiting) = (Vec::new(), Vec::new(), Vec::new());
-    let mut until: Option<u64> = None;
+    let mut s = StartedCases::default();
     for (case, c) in g
         .cases
         .iter()
@@ -372,39 +488,59 @@ fn started_cases_step(
     {
         let name = trial_name(&case.task, group, case);
         if f.results.contains(&name) {
-            ingest.push(case.clone());
-        } else if f.running_here.contains(case) {
-            waiting.push(case.clone());
-        } else {
-            let started_ns = c.started.as_ref().map_or(0, |(at, _)| at.utc_ns);
-            let deadline = started_ns.saturating_add(timeout_ns);
-            if c.exited.is_some() || f.now_utc_ns >= deadline {
-                let reason = if c.exited.is_some() {
-                    InvalidReason::MissingVerifierResult
-                } else {
-                    InvalidReason::ControllerCrash
-                };
-                orphans.push(Orphan {
-                    case: case.clone(),
-                    trial_name: name,
-                    reason,
-                });
-            } else {
-                waiting.push(case.clone());
-                until = Some(until.map_or(deadline, |u| u.min(deadline)));
+            s.ingest.push(case.clone());
+            continue;
+        }
+        if f.running_here.contains(case) {
+            s.waiting.push(case.clone());
+            continue;
+        }
+        let started_ns = c.started.as_ref().map_or(0, |(at, _)| at.utc_ns);
+        let deadline = c
+            .launched
+            .as_ref()
+            .map_or(started_ns.saturating_add(timeout_ns), |(_, e)| {
+                e.deadline_utc_ns
+            });
+        let seen = c
+            .launched
+            .as_ref()
+            .and_then(|_| f.launches.get(case).copied());
+        let orphan = |reason| Orphan {
+            case: case.clone(),
+            trial_name: name.clone(),
+            reason,
+        };
+        match seen {
+            Some(LaunchSeen::Alive) if f.now_utc_ns >= deadline => {
+                let pgid = c.launched.as_ref().map_or(0, |(_, e)| e.process.pid);
+                s.kill.get_or_insert((case.clone(), pgid));
             }
+            Some(LaunchSeen::Alive) => s.wait_until(case, deadline),
+            Some(LaunchSeen::Gone) | None if c.exited.is_some() => {
+                s.orphans.push(orphan(InvalidReason::MissingVerifierResult));
+            }
+            Some(LaunchSeen::Gone) => s.orphans.push(orphan(InvalidReason::ControllerCrash)),
+            _ if f.now_utc_ns >= deadline => s.orphans.push(orphan(InvalidReason::ControllerCrash)),
+            _ => s.wait_until(case, deadline),
         }
     }
-    if !ingest.is_empty() {
-        return Some(Step::IngestResults { cases: ingest });
+    if !s.ingest.is_empty() {
+        return Some(Step::IngestResults { cases: s.ingest });
     }
-    if !orphans.is_empty() {
-        return Some(Step::Invalidate { orphans });
+    if !s.orphans.is_empty() {
+        return Some(Step::Invalidate { orphans: s.orphans });
     }
-    if !waiting.is_empty() {
+    if let Some((case, pgid)) = s.kill {
+        return Some(Step::KillLaunch { case, pgid });
+    }
+    if needs_sample(g, f) {
+        return Some(Step::Sample);
+    }
+    if !s.waiting.is_empty() {
         return Some(Step::Wait {
-            cases: waiting,
-            until_utc_ns: until,
+            cases: s.waiting,
+            until_utc_ns: s.until,
         });
     }
     None
@@ -437,6 +573,17 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
             evidence_seq: None,
         });
     }
+    let accepted = &m.harbor.accepted_exceptions;
+    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
+    let free = (m.limits.concurrency as usize).saturating_sub(running);
+    if free == 0 {
+        return Ok(Step::Blocked {
+            reason: format!(
+                "{running} case(s) are started and not terminal; the frozen concurrency is {} (CASE-7)",
+                m.limits.concurrency
+            ),
+        });
+    }
     let lines = gate_lines(l, group, f.now_utc_ns, f.aws_recorded);
     if let Some((line, seq)) = lines.iter().find_map(|x| match x.state {
         GateState::Failed { seq } => Some((x, seq)),
@@ -460,20 +607,37 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
     if !need.is_empty() {
         return Ok(Step::TakeGates { gates: need });
     }
-    let accepted = &m.harbor.accepted_exceptions;
-    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
-    let free = (m.limits.concurrency as usize).saturating_sub(running);
-    if free == 0 {
+    let covered = quota_slots(l);
+    if covered == 0 {
         return Ok(Step::Blocked {
             reason: format!(
-                "{running} case(s) of other groups are started and not terminal; the frozen concurrency is {} (CASE-7)",
-                m.limits.concurrency
+                "the quota observation covers no sandbox: {} vCPUs available, less the headroom and a central host still to be provisioned (GATE-2)",
+                l.gates.quota_available_vcpu
             ),
         });
     }
-    Ok(Step::Launch {
-        cases: launchable.into_iter().take(free).collect(),
-    })
+    let cases: Vec<CaseRef> = launchable.into_iter().take(free.min(covered)).collect();
+    // CASE-7: a wave never takes the group past the frozen concurrency.
+    assert!(running + cases.len() <= m.limits.concurrency as usize);
+    Ok(Step::Launch { cases })
+}
+
+/// How many sandboxes the latest quota observation covers (RUN-1): the
+/// vCPUs it found available, less the frozen headroom and, in provision
+/// mode, the central host's vCPU (counted whether or not it is up: a wave
+/// never relies on it being live), over one sandbox's vCPU.
+fn quota_slots(l: &LineageState) -> usize {
+    let m = &l.frozen.manifest.public;
+    let central = match m.central.mode {
+        crate::schema::manifest::CentralMode::Provision => m.central.vcpu,
+        _ => 0,
+    };
+    let spare = l
+        .gates
+        .quota_available_vcpu
+        .saturating_sub(m.aws.quota_headroom_vcpu)
+        .saturating_sub(central);
+    usize::try_from(spare / m.sandbox.vcpu.max(1)).unwrap_or(usize::MAX)
 }
 
 /// After the close: evidence, receipts within the grace and budget, the

@@ -1,14 +1,41 @@
 //! Given a ledger / when `run` asks for its next step / then the step.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::schema::events::{CheckKind, CheckRecorded, GroupRef, QuotaChecked, Status};
+use crate::schema::events::{
+    CaseLaunched, CheckKind, CheckRecorded, GroupRef, MonitorSampled, ProcessRef, QuotaChecked,
+    Status,
+};
 use crate::schema::manifest::Tier;
 use crate::testkit::examples::{EXAMPLE_MANIFEST, EXAMPLE_PRIVATE};
 use crate::testkit::scenario::{ReceiptMode, Req, World};
 
 const L: &str = "short13-kimi-2026-11";
+
+fn canary() -> GroupRef {
+    GroupRef {
+        lineage: L.into(),
+        group: "canary-1".into(),
+    }
+}
+
+fn trial(name: &str) -> CaseRef {
+    CaseRef {
+        trial: name.into(),
+        ..c1()
+    }
+}
+
+/// The example manifest with canaries c1..c3 at concurrency 2.
+fn three_at_two() -> String {
+    EXAMPLE_MANIFEST
+        .replace(
+            "canaries = [\n",
+            "canaries = [\n  { group = \"canary-1\", task = \"hello-world\", trial = \"c2\", content_sha256 = \"f4fceaf0b943cec699335755c38caa916a9223b7058fa70f6a0dfaebf2d0a393\" },\n  { group = \"canary-1\", task = \"hello-world\", trial = \"c3\", content_sha256 = \"f4fceaf0b943cec699335755c38caa916a9223b7058fa70f6a0dfaebf2d0a393\" },\n",
+        )
+        .replace("concurrency = 1", "concurrency = 2")
+}
 
 fn c1() -> CaseRef {
     CaseRef {
@@ -32,6 +59,7 @@ struct Given {
     last_poll: Option<u64>,
     receipts_collected: bool,
     aws_recorded: bool,
+    launches: BTreeMap<CaseRef, LaunchSeen>,
 }
 
 impl Given {
@@ -54,6 +82,7 @@ impl Given {
             last_poll: None,
             receipts_collected: false,
             aws_recorded: false,
+            launches: BTreeMap::new(),
         }
     }
 
@@ -78,6 +107,7 @@ impl Given {
             last_poll_utc_ns: self.last_poll,
             receipts_collected: self.receipts_collected,
             aws_recorded: self.aws_recorded,
+            launches: &self.launches,
         };
         next_step(&self.world.state, None, "canary-1", &facts).unwrap()
     }
@@ -95,12 +125,40 @@ impl Given {
         self.history = h;
     }
 
-    /// canary-1 opened, gated, its one case started and its result in.
+    /// canary-1 opened, gated, its one case started, its result in and a
+    /// monitor sample after it (RUN-5).
     fn case_done() -> Given {
         let mut g = Given::opened();
         g.world.start("canary-1", &c1(), None).unwrap();
         g.world.result("canary-1", &c1(), Some("1"), None);
+        g.sampled(0);
         g
+    }
+
+    /// A cleanup monitor sample of canary-1 counting `n` sandboxes.
+    fn sampled(&mut self, n: u64) {
+        self.world.push(vec![Event::MonitorSampled(MonitorSampled {
+            group: canary(),
+            sandbox_count: n,
+            instance_ids: (0..n).map(|i| format!("i-{i}")).collect(),
+        })]);
+    }
+
+    /// The launch of `case` recorded with pid `pid` (RUN-3).
+    fn launched(&mut self, case: &CaseRef, pid: u32) -> u64 {
+        let deadline = self.world.now_ns + 7_200_000_000_000;
+        self.world.push(vec![Event::CaseLaunched(CaseLaunched {
+            group: canary(),
+            case: case.clone(),
+            process: ProcessRef {
+                host: "controller".into(),
+                boot_id: "boot".into(),
+                pid,
+                start_ticks: 99,
+            },
+            deadline_utc_ns: deadline,
+        })]);
+        deadline
     }
 
     /// canary-1 done and closed.
@@ -140,6 +198,7 @@ fn a_scored_group_before_its_canary_is_refused() {
         last_poll_utc_ns: None,
         receipts_collected: false,
         aws_recorded: false,
+        launches: &BTreeMap::new(),
     };
     let e = next_step(&g.world.state, None, "control", &f).unwrap_err();
     assert!(
@@ -242,6 +301,7 @@ fn every_batch_takes_its_gates_again() {
     };
     g.world.start("canary-1", &c2, None).unwrap();
     g.world.result("canary-1", &c2, Some("1"), None);
+    g.sampled(0);
     let lines = g.plan().gates;
     assert!(
         lines
@@ -604,4 +664,134 @@ fn the_history_counts_evidence_after_the_close_polls_and_terminations() {
         &artifact(RECONCILE_ROLE, &format!("/out/reconcile/{poll}")),
     );
     assert_eq!(other, RunHistory::new(other.group.clone().unwrap()));
+}
+
+#[test]
+fn a_freed_slot_is_refilled_while_the_other_cases_run() {
+    let mut g = Given::frozen(&three_at_two());
+    g.world.open("canary-1").unwrap();
+    let Step::Launch { cases } = g.next() else {
+        panic!("{:?}", g.next())
+    };
+    assert_eq!(cases.len(), 2, "{cases:?}");
+    let (a, b) = (cases[0].clone(), cases[1].clone());
+    let third = [c1(), trial("c2"), trial("c3")]
+        .into_iter()
+        .find(|c| *c != a && *c != b)
+        .unwrap();
+    g.world.start("canary-1", &a, None).unwrap();
+    g.world.start("canary-1", &b, None).unwrap();
+    g.running.extend([a.clone(), b.clone()]);
+    assert!(matches!(g.next(), Step::Wait { .. }), "both slots are busy");
+    // `a` ends; `b` still runs.
+    g.running.remove(&a);
+    g.world.result("canary-1", &a, Some("1"), None);
+    assert_eq!(g.next(), Step::Sample, "RUN-5: a sample after the end");
+    g.sampled(1);
+    // RUN-1: the freed slot is refilled without waiting for `b`: the
+    // wave's gates first (observed after the last start), then the launch.
+    assert!(
+        matches!(g.next(), Step::TakeGates { .. }),
+        "RUN-1: {:?}",
+        g.next()
+    );
+    g.world.gates("canary-1");
+    assert_eq!(
+        g.next(),
+        Step::Launch {
+            cases: vec![third.clone()]
+        },
+        "RUN-1: one slot freed, one launch, while the other case runs"
+    );
+    // CASE-7: with both slots busy again nothing more launches.
+    g.world.start("canary-1", &third, None).unwrap();
+    g.running.insert(third);
+    g.world.gates("canary-1");
+    assert!(matches!(g.next(), Step::Wait { .. }), "CASE-7");
+}
+
+#[test]
+fn a_wave_launches_no_more_sandboxes_than_the_quota_covers() {
+    let mut g = Given::frozen(&three_at_two());
+    g.world.open("canary-1").unwrap();
+    // headroom 4 + central 4 (provision) + one m5.large sandbox of 2 vCPU.
+    g.world.push(vec![Event::QuotaChecked(QuotaChecked {
+        lineage: L.into(),
+        region: "us-east-1".into(),
+        quota_code: "L-1216C47A".into(),
+        quota_vcpu: 10,
+        used_vcpu: 0,
+        available_vcpu: 10,
+        required_vcpu: 10,
+        status: Status::Pass,
+        error: None,
+    })]);
+    let Step::Launch { cases } = g.next() else {
+        panic!("{:?}", g.next())
+    };
+    assert_eq!(
+        cases.len(),
+        1,
+        "RUN-1: the wave takes what the quota observation covers: {cases:?}"
+    );
+}
+
+#[test]
+fn a_recorded_launch_that_is_gone_is_a_controller_crash_at_once() {
+    let mut g = Given::opened();
+    g.world.start("canary-1", &c1(), None).unwrap();
+    let deadline = g.launched(&c1(), 4242);
+    // No process here (a rerun after a kill), the launch proven gone: no
+    // wait for the 7,200 s timeout.
+    g.launches.insert(c1(), LaunchSeen::Gone);
+    let Step::Invalidate { orphans } = g.next() else {
+        panic!("{:?}", g.next())
+    };
+    assert_eq!(orphans[0].reason, InvalidReason::ControllerCrash, "RUN-3");
+    // Alive: adopted and waited for until its recorded deadline, never
+    // relaunched.
+    g.launches.insert(c1(), LaunchSeen::Alive);
+    assert_eq!(
+        g.next(),
+        Step::Wait {
+            cases: vec![c1()],
+            until_utc_ns: Some(deadline)
+        },
+        "RUN-3: a live launch is adopted"
+    );
+    // Past its deadline the adopted launch's group is killed (RUN-4).
+    g.world.advance_sec(7_201);
+    assert_eq!(
+        g.next(),
+        Step::KillLaunch {
+            case: c1(),
+            pgid: 4242
+        },
+        "RUN-4"
+    );
+    // On another machine nothing can be told before the deadline.
+    g.launches.insert(c1(), LaunchSeen::Elsewhere);
+    assert!(matches!(g.next(), Step::Invalidate { .. }));
+}
+
+#[test]
+fn a_monitor_sample_follows_every_case_end_however_fast() {
+    let mut g = Given::opened();
+    g.world.start("canary-1", &c1(), None).unwrap();
+    g.world.result("canary-1", &c1(), Some("1"), None);
+    // RUN-5: the case ended before any sample (its process was reaped
+    // before a poll): the sample is still taken, before the close.
+    assert_eq!(g.next(), Step::Sample, "RUN-5");
+    g.sampled(0);
+    assert_eq!(
+        g.next(),
+        Step::Close,
+        "RUN-5: one sample after the end is enough"
+    );
+    // A build relying on recorded observations cannot sample.
+    let mut r = Given::opened();
+    r.world.start("canary-1", &c1(), None).unwrap();
+    r.world.result("canary-1", &c1(), Some("1"), None);
+    r.aws_recorded = true;
+    assert_eq!(r.next(), Step::Close);
 }

@@ -1,0 +1,332 @@
+//! Processes as the kernel names them, and the deadline of every external
+//! command `run` starts.
+//!
+//! A pid is reused, so a recorded process is its pid with its start time
+//! (`/proc/PID/stat` field 22) and the machine's boot id (RUN-2, RUN-3).
+//! Every external command runs in its own process group; at its deadline
+//! the whole group is killed, grandchildren included (RUN-4). A child's exit
+//! is seen without reaping it (`waitid` with `WNOWAIT`), and its group is
+//! killed before it is reaped: while the leader is an unreaped zombie its
+//! pid, which is the group id, cannot be reused by another group.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::limits::{COMMAND_POLL_MS, PROC_FILE_BYTES_MAX};
+use crate::schema::events::ProcessRef;
+
+/// The first `PROC_FILE_BYTES_MAX` bytes of a `/proc` file as text.
+fn read_proc(path: &Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    f.take(PROC_FILE_BYTES_MAX as u64)
+        .read_to_end(&mut buf)
+        .ok()?;
+    String::from_utf8(buf).ok()
+}
+
+/// This machine's boot id; empty when the kernel does not say.
+pub(crate) fn boot_id() -> String {
+    read_proc(Path::new("/proc/sys/kernel/random/boot_id"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// This machine's host name; empty when the kernel does not say.
+pub(crate) fn host_name() -> String {
+    read_proc(Path::new("/proc/sys/kernel/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Field 22 of a `/proc/PID/stat` line: the start time in clock ticks
+/// after boot. The command name (field 2) is in parentheses and may hold
+/// spaces and parentheses itself, so fields are counted after the last `)`.
+pub(crate) fn stat_start_ticks(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    // Fields 3.. follow the name: the start time is the 20th of them.
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A live process's start time in clock ticks after boot.
+pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
+    stat_start_ticks(&read_proc(
+        &Path::new("/proc").join(pid.to_string()).join("stat"),
+    )?)
+}
+
+/// The process `pid` on this machine as the ledger names it, if it lives.
+pub(crate) fn process_ref(pid: u32) -> Option<ProcessRef> {
+    Some(ProcessRef {
+        host: host_name(),
+        boot_id: boot_id(),
+        pid,
+        start_ticks: start_ticks(pid)?,
+    })
+}
+
+/// This process.
+pub(crate) fn this_process() -> ProcessRef {
+    let pid = std::process::id();
+    process_ref(pid).unwrap_or_else(|| ProcessRef {
+        host: host_name(),
+        boot_id: boot_id(),
+        pid,
+        start_ticks: 0,
+    })
+}
+
+/// Whether a recorded process still runs, seen from this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Liveness {
+    /// The same process (pid and start time) runs here, in this boot.
+    Alive,
+    /// It ran here and is gone: the pid is absent or another process, or
+    /// the machine rebooted since.
+    Gone,
+    /// It ran on another machine: this one cannot tell.
+    Elsewhere,
+}
+
+/// Where `p` stands, seen from this machine.
+pub(crate) fn liveness(p: &ProcessRef) -> Liveness {
+    if p.host != host_name() {
+        return Liveness::Elsewhere;
+    }
+    if p.boot_id != boot_id() {
+        return Liveness::Gone;
+    }
+    match start_ticks(p.pid) {
+        Some(t) if t == p.start_ticks => Liveness::Alive,
+        _ => Liveness::Gone,
+    }
+}
+
+/// Kills every process of group `pgid` (SIGKILL); a group already empty is
+/// not an error.
+pub(crate) fn kill_group(pgid: u32) -> std::io::Result<()> {
+    let pid = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other(format!("process group {pgid} out of range")))?;
+    // Group 1 would be init's: a launched command's group is its own pid.
+    assert!(
+        pgid > 1,
+        "a process group to kill is a launched command's, not {pgid}"
+    );
+    match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
+        Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The signal `kill_group` sends.
+pub(crate) const KILL_SIGNAL: i32 = 9;
+
+/// Field 3 (state) and field 5 (process group) of a `/proc/PID/stat` line.
+#[cfg(test)]
+fn stat_state_and_group(stat: &str) -> Option<(char, u32)> {
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let _ppid = f.next()?;
+    Some((state, f.next()?.parse().ok()?))
+}
+
+/// The live (not zombie) processes of group `pgid` on this machine.
+#[cfg(test)]
+pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            read_proc(&Path::new("/proc").join(pid.to_string()).join("stat"))
+                .and_then(|s| stat_state_and_group(&s))
+                .is_some_and(|(state, group)| group == pgid && state != 'Z' && state != 'X')
+        })
+        .collect()
+}
+
+/// Whether `child` has exited, without reaping it: its pid (its group's
+/// id) stays reserved until `wait`.
+fn exited_unreaped(child: &Child) -> std::io::Result<bool> {
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    let pid = Pid::from_child(child);
+    let flags = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    match waitid(WaitId::Pid(pid), flags) {
+        Ok(status) => Ok(status.is_some()),
+        // Already reaped: it has exited.
+        Err(rustix::io::Errno::CHILD) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How a command ended under its deadline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ended {
+    /// Its status.
+    pub(crate) status: ExitStatus,
+    /// True when it was killed at its deadline.
+    pub(crate) killed: bool,
+    /// How long it ran.
+    pub(crate) ran: Duration,
+}
+
+/// One look at `child` (started at `started`, deadline `timeout`): `None`
+/// while it runs within its deadline. When it has exited, or at the
+/// deadline, its whole process group is killed (no straggler outlives its
+/// command) and it is reaped.
+pub(crate) fn poll_bounded(
+    child: &mut Child,
+    started: Instant,
+    timeout: Duration,
+) -> std::io::Result<Option<Ended>> {
+    let exited = exited_unreaped(child)?;
+    let killed = !exited && started.elapsed() >= timeout;
+    if !exited && !killed {
+        return Ok(None);
+    }
+    kill_group(child.id())?;
+    let status = child.wait()?;
+    Ok(Some(Ended {
+        status,
+        killed,
+        ran: started.elapsed(),
+    }))
+}
+
+/// Waits for `child` until `timeout` after `started`; at the deadline its
+/// whole process group is killed.
+pub(crate) fn wait_bounded(
+    child: &mut Child,
+    started: Instant,
+    timeout: Duration,
+) -> std::io::Result<Ended> {
+    loop {
+        if let Some(e) = poll_bounded(child, started, timeout)? {
+            return Ok(e);
+        }
+        let left = timeout.saturating_sub(started.elapsed());
+        std::thread::sleep(left.min(Duration::from_millis(COMMAND_POLL_MS)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    fn spawn(script: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_start_time_is_counted_after_a_name_with_spaces_and_parentheses() {
+        let stat =
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(stat_start_ticks(stat), Some(987_654));
+        assert_eq!(stat_start_ticks("4242 (x) S 1"), None);
+        assert_eq!(stat_start_ticks("no parenthesis"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_changed_start_time_or_boot_is_gone() {
+        let me = this_process();
+        assert!(me.start_ticks > 0 && !me.boot_id.is_empty());
+        assert_eq!(
+            liveness(&me),
+            Liveness::Alive,
+            "rule RUN-3: the same process"
+        );
+        let reused = ProcessRef {
+            start_ticks: me.start_ticks + 1,
+            ..me.clone()
+        };
+        assert_eq!(
+            liveness(&reused),
+            Liveness::Gone,
+            "rule RUN-3: a reused pid is not the launch"
+        );
+        let rebooted = ProcessRef {
+            boot_id: "another-boot".into(),
+            ..me.clone()
+        };
+        assert_eq!(
+            liveness(&rebooted),
+            Liveness::Gone,
+            "rule RUN-3: a reboot ends every process"
+        );
+        let other = ProcessRef {
+            host: format!("{}-other", me.host),
+            ..me
+        };
+        assert_eq!(liveness(&other), Liveness::Elsewhere);
+    }
+
+    #[test]
+    fn a_command_past_its_deadline_is_killed_with_its_grandchild() {
+        // The grandchild writes its pid, then both sleep far past the bound.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        let mut child = spawn(&format!(
+            "sleep 300 & echo $! > {}; wait",
+            pidfile.display()
+        ));
+        let pgid = child.id();
+        let t0 = Instant::now();
+        let ended = wait_bounded(&mut child, t0, Duration::from_millis(300)).unwrap();
+        assert!(ended.killed, "rule RUN-4: killed at its deadline");
+        assert!(ended.ran >= Duration::from_millis(300));
+        let grandchild: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_ne!(grandchild, pgid);
+        assert!(
+            gone_soon(pgid),
+            "rule RUN-4: no process of the group outlives the deadline: {:?}",
+            group_members(pgid)
+        );
+    }
+
+    /// Whether group `pgid` has no live member within two seconds (a
+    /// SIGKILLed process takes a moment to die).
+    fn gone_soon(pgid: u32) -> bool {
+        (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            group_members(pgid).is_empty()
+        })
+    }
+
+    #[test]
+    fn a_command_that_ends_in_time_is_not_killed_and_leaves_no_straggler() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("straggler.pid");
+        let mut child = spawn(&format!(
+            "sleep 300 & echo $! > {}; exit 3",
+            pidfile.display()
+        ));
+        let pgid = child.id();
+        let ended = wait_bounded(&mut child, Instant::now(), Duration::from_secs(30)).unwrap();
+        assert!(!ended.killed);
+        assert_eq!(ended.status.code(), Some(3));
+        assert!(
+            pidfile.exists(),
+            "the straggler was started before the exit"
+        );
+        assert!(
+            gone_soon(pgid),
+            "the background sleep of an ended command is killed with its group"
+        );
+    }
+}
