@@ -25,6 +25,7 @@
 
 mod baselines;
 mod gen;
+mod run;
 mod util;
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ struct Opts {
     /// The scale the CLI, verify and decide sections use.
     main_scale: gen::Scale,
     bin: PathBuf,
+    /// The old driver's binary, for `run` side by side (`--old-bin`).
+    old_bin: Option<PathBuf>,
     smoke: bool,
 }
 
@@ -138,6 +141,9 @@ fn main() {
             section_tlog(&opts, main_ledger(&opts, &ledgers)),
         );
     }
+    if want("run") {
+        results.insert("run".into(), section_run(&opts));
+    }
     if opts.sections.iter().any(|x| x == "crash") {
         results.insert("crash".into(), section_crash(&opts));
     }
@@ -154,10 +160,32 @@ fn main() {
     );
 }
 
+/// `run` (issue 27): the new binary and, with `--old-bin`, the old one.
+fn section_run(opts: &Opts) -> Value {
+    let mut bins = vec![("new", opts.bin.clone())];
+    if let Some(old) = &opts.old_bin {
+        bins.push(("old", old.clone()));
+    }
+    run::section(&run::RunOpts {
+        work: &opts.work,
+        bins,
+        cases: if opts.smoke { 6 } else { 200 },
+        concurrency: if opts.smoke { 2 } else { 8 },
+        unit_sec: if opts.smoke { 0.01 } else { 0.15 },
+        pads: if opts.smoke {
+            vec![100]
+        } else {
+            vec![15_000, 150_000, 1_500_000]
+        },
+        idle_sec: if opts.smoke { 1.0 } else { 30.0 },
+        notes: if opts.smoke { 3 } else { 100 },
+    })
+}
+
 fn usage() -> ! {
     eprintln!(
-        "usage: ledger [ingest|sled|open|cli|verify|replay|decide|tlog|crash]... [--work DIR] [--fresh] [--rows N] [--batch B] \
-         [--rounds R] [--runs K] [--scales 15k,150k,1.5m] [--bin BENCHLEDGER]"
+        "usage: ledger [ingest|sled|open|cli|verify|replay|decide|tlog|run|crash]... [--work DIR] [--fresh] [--rows N] [--batch B] \
+         [--rounds R] [--runs K] [--scales 15k,150k,1.5m] [--bin BENCHLEDGER] [--old-bin BENCHLEDGER]"
     );
     std::process::exit(2);
 }
@@ -189,6 +217,7 @@ fn parse(args: &[String]) -> Opts {
         },
         main_scale: if smoke { gen::SMOKE } else { gen::SCALES[1] },
         bin: default_bin(),
+        old_bin: None,
         smoke,
     };
     let mut it = args.iter();
@@ -198,6 +227,7 @@ fn parse(args: &[String]) -> Opts {
             "--bench" => {}
             "--work" => o.work = PathBuf::from(val()),
             "--fresh" => o.fresh = true,
+            "--old-bin" => o.old_bin = Some(PathBuf::from(val())),
             "--rows" => o.rows = val().parse().unwrap_or_else(|_| usage()),
             "--batch" => o.batch = val().parse().unwrap_or_else(|_| usage()),
             "--rounds" => o.rounds = val().parse().unwrap_or_else(|_| usage()),

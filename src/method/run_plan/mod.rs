@@ -525,6 +525,17 @@ fn started_cases_step(
             _ => s.wait_until(case, deadline),
         }
     }
+    // A terminal case whose launched process still runs here is waited for
+    // too: it holds its slot until the process ends (CASE-7).
+    for case in f.running_here {
+        let ended = g
+            .cases
+            .get(case)
+            .is_some_and(|c| c.status(accepted) != CaseStatus::Started);
+        if ended {
+            s.waiting.push(case.clone());
+        }
+    }
     if !s.ingest.is_empty() {
         return Some(Step::IngestResults { cases: s.ingest });
     }
@@ -574,12 +585,29 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
         });
     }
     let accepted = &m.harbor.accepted_exceptions;
-    let running: usize = l.groups.values().map(|g| g.running(accepted)).sum();
+    // A case whose result is in while its launched process still runs
+    // (Harbor tearing its sandbox down, the outcome row being written)
+    // keeps its slot until the process ends (CASE-7, CLEAN-2).
+    let g = l.groups.get(group);
+    let lingering = f
+        .running_here
+        .iter()
+        .filter(|c| {
+            g.and_then(|g| g.cases.get(*c))
+                .is_some_and(|c| c.status(accepted) != CaseStatus::Started)
+        })
+        .count();
+    let running: usize = l
+        .groups
+        .values()
+        .map(|g| g.running(accepted))
+        .sum::<usize>()
+        + lingering;
     let free = (m.limits.concurrency as usize).saturating_sub(running);
     if free == 0 {
         return Ok(Step::Blocked {
             reason: format!(
-                "{running} case(s) are started and not terminal; the frozen concurrency is {} (CASE-7)",
+                "{running} launched case(s) have not ended; the frozen concurrency is {} (CASE-7)",
                 m.limits.concurrency
             ),
         });

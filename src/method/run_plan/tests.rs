@@ -795,3 +795,32 @@ fn a_monitor_sample_follows_every_case_end_however_fast() {
     r.aws_recorded = true;
     assert_eq!(r.next(), Step::Close);
 }
+
+#[test]
+fn a_case_whose_result_is_in_keeps_its_slot_while_its_process_runs() {
+    let mut g = Given::frozen(&three_at_two());
+    g.world.open("canary-1").unwrap();
+    let Step::Launch { cases } = g.next() else {
+        panic!("{:?}", g.next())
+    };
+    for c in &cases {
+        g.world.start("canary-1", c, None).unwrap();
+        g.running.insert(c.clone());
+    }
+    // The first case's result is ingested while its launch still runs.
+    g.world.result("canary-1", &cases[0], Some("1"), None);
+    g.sampled(2);
+    g.world.gates("canary-1");
+    assert!(
+        matches!(g.next(), Step::Wait { cases: waited, .. } if waited.len() == 2),
+        "CASE-7: no launch while both launched processes run: {:?}",
+        g.next()
+    );
+    // Once its process ended, the slot is refilled (RUN-1).
+    g.running.remove(&cases[0]);
+    assert!(
+        matches!(g.next(), Step::Launch { cases } if cases.len() == 1),
+        "RUN-1: {:?}",
+        g.next()
+    );
+}
