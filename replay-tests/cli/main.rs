@@ -1076,8 +1076,9 @@ mod cases {
                 "--log",
                 h.path("k.log").to_str().unwrap(),
                 "--",
-                "sleep",
-                "30",
+                "sh",
+                "-c",
+                &format!("echo $$ > {}; exec sleep 30", h.path("k.pid").display()),
             ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -1102,7 +1103,12 @@ mod cases {
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        let _ = Command::new("pkill").args(["-f", "sleep 30"]).status();
+        // End the command this test started (its own process group), by pid.
+        if let Ok(pid) = std::fs::read_to_string(h.path("k.pid")) {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", pid.trim())])
+                .status();
+        }
         assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true);
         assert_eq!(started_cases(&h).len(), 1);
         let r = h.ok(&["resume", "canary-1", "--json"]).json();

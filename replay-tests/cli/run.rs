@@ -8,9 +8,10 @@
 //! relies on the identity, quota, residue and cleanup observations an `aws`
 //! build records (`BENCHLEDGER_AWS_GATES=recorded`): the test appends them.
 
-use super::{Harness, Run, MANIFEST, PRIVATE};
+use super::{Harness, Run, PRIVATE};
 use benchledger::log::ledger::{Draft, Ledger};
 use benchledger::schema::events::{CleanupAudited, Event, GroupRef, MonitorSampled, Status};
+use benchledger::testkit::examples::replace_line;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
@@ -45,91 +46,29 @@ fn daemon() -> String {
     url
 }
 
-fn replace_line(m: &str, starts: &str, with: &str) -> String {
-    let mut out = String::new();
-    let mut done = false;
-    for line in m.lines() {
-        if !done && line.starts_with(starts) {
-            out.push_str(with);
-            done = true;
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    assert!(done, "no line starts with {starts:?}");
-    out
-}
-
 /// The example manifest with `cases` canary identities, the concurrency,
-/// every path under the test dir, a validator and a launch stand-in.
+/// every path under the test dir, a validator and a launch stand-in that
+/// writes the trial's result from the stash after 0.3 s.
 fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
     let root = h.path("").display().to_string();
     let root = root.trim_end_matches('/');
-    let canaries: String = (1..=cases)
-        .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
-        .collect();
-    let start = MANIFEST.find("canaries = [\n").unwrap() + "canaries = [\n".len();
-    let end = start + MANIFEST[start..].find("]\n").unwrap();
-    let mut m = MANIFEST.to_string();
-    m.replace_range(start..end, &canaries);
-    let m = m
-        .replacen(
-            "concurrency = 1",
-            &format!("concurrency = {concurrency}"),
-            1,
-        )
-        .replace("/srv/bench/", &format!("{root}/srv/"));
-    let validator = h.path("validate.sh");
-    std::fs::write(&validator, "#!/bin/sh\ntest -s \"$1\"\n").unwrap();
-    let launch = h.path("launch.sh");
     std::fs::write(
-        &launch,
+        h.path("launch.sh"),
         format!(
             "#!/bin/sh\nset -e\nsleep 0.3\nd=\"$2/{L}-canary-1/$1\"\nmkdir -p \"$d\"\ncp \"{root}/stash/$1.json\" \"$d/result.json.tmp\"\nmv \"$d/result.json.tmp\" \"$d/result.json\"\n"
         ),
     )
     .unwrap();
-    let b3 = blake3::hash(&std::fs::read(&validator).unwrap()).to_hex();
-    let m = replace_line(
-        &m,
-        "command = [\"tools/.venv-harbor",
-        &format!(
-            "command = [\"sh\", \"{}\", \"{{config}}\"]",
-            validator.display()
-        ),
-    );
-    let m = replace_line(
-        &m,
-        "program = ",
-        &format!("program = \"{}\"", validator.display()),
-    );
-    let m = replace_line(
-        &m,
-        "program_blake3 = ",
-        &format!("program_blake3 = \"{b3}\""),
-    );
-    let m = replace_line(
-        &m,
-        "command = [\"harbor\"",
-        &format!(
-            "command = [\"sh\", \"{}\", \"{{trial_name}}\", \"{{jobs_dir}}\", \"{{config}}\"]",
-            launch.display()
-        ),
-    );
     // A plan that renders differently from v1 (an extra agent kwarg), as
     // every real plan does: BIND-1 must compare against the planned
     // rendering (it once rendered v1 and rejected every such case).
-    let m = replace_line(
-        &m,
-        "timeout_sec = 7200",
+    benchledger::testkit::examples::run_manifest(
+        &h.path(""),
+        cases,
+        concurrency,
         "timeout_sec = 4\n\n[launch.agent_kwargs]\nmax_turns = 7",
-    );
-    replace_line(
-        &m,
-        "usage_export = ",
-        "usage_export = [\"true\", \"{out}\"]",
     )
+    .unwrap()
 }
 
 pub(super) fn append(h: &Harness, events: Vec<Event>) {
@@ -402,11 +341,9 @@ pub(super) fn starts(h: &Harness) -> BTreeMap<String, usize> {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_without_the_aws_build_or_its_recorded_gates_says_so_and_appends_nothing() {
     // rule GATE-1, rule GATE-6
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = ready(1, 1);
     let before = h.head_bytes();
     let r: Run = run_cmd(&h, &url, &[])
@@ -429,11 +366,9 @@ fn run_without_the_aws_build_or_its_recorded_gates_says_so_and_appends_nothing()
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
     // rule GATE-3, rule GATE-7, rule BIND-7, rule CASE-4, rule CASE-7, rule CASE-9, rule VERDICT-4
-    if cfg!(feature = "aws") {
-        return; // moto::moto_run_* take this path against moto
-    }
     let (h, url) = ready(3, 2);
     // Another group's finished trial in its own job directory: never this
     // group's evidence (run reads only canary-1's job directory).
@@ -446,15 +381,13 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
     assert_eq!(plan["cases"]["left"], 3);
     assert_eq!(plan["next"]["step"], "take_gates");
     let r = run_once(&h, &url, &[]);
-    if cfg!(not(feature = "aws")) {
-        // The cleanup audit needs AWS: an `aws` build records it.
-        assert_eq!(r.code, 4, "{}", r.stderr);
-        assert!(r.stderr.contains("cleanup audit"), "{}", r.stderr);
-        assert_eq!(records(&h, "trial_result_recorded.v2").len(), 3);
-        assert_eq!(records(&h, "case_process_exited.v1").len(), 3);
-        assert_eq!(records(&h, "group_closed.v1").len(), 1);
-        audit_clean(&h);
-    }
+    // The cleanup audit needs AWS: an `aws` build records it.
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("cleanup audit"), "{}", r.stderr);
+    assert_eq!(records(&h, "trial_result_recorded.v2").len(), 3);
+    assert_eq!(records(&h, "case_process_exited.v1").len(), 3);
+    assert_eq!(records(&h, "group_closed.v1").len(), 1);
+    audit_clean(&h);
     let r = run_once(&h, &url, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("sealed: accepted"), "{}", r.stdout);
@@ -540,11 +473,9 @@ fn run_until_sealed(h: &Harness, url: &str) -> Run {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_polls_receipts_within_the_budget_and_settles_from_the_receipt() {
     // rule SETTLE-8, rule SETTLE-4, rule BIND-4
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = polling(2, 12, 900);
     let r = run_until_sealed(&h, &url);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -581,11 +512,9 @@ fn run_polls_receipts_within_the_budget_and_settles_from_the_receipt() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_signs_the_seal_with_a_frozen_operator_key_and_refuses_another_up_front() {
     // rule TRUST-1, rule TRUST-3
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = ready(1, 1);
     let (alice, bob) = (h.example_key("alice"), h.example_key("bob"));
     let before = h.head_bytes();
@@ -625,12 +554,10 @@ fn run_signs_the_seal_with_a_frozen_operator_key_and_refuses_another_up_front() 
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_sends_the_sentinels_through_the_sentinel_url_and_health_to_the_daemon() {
     // rule GATE-3: sentinel request ids never enter a group's sets, so the
     // sentinels can go through another daemon (the preflight one).
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = ready(1, 1);
     let preflight = daemon();
     let r = run_once(&h, &url, &["--sentinel-url", &preflight]);
@@ -653,11 +580,9 @@ fn run_sends_the_sentinels_through_the_sentinel_url_and_health_to_the_daemon() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_stops_polling_at_the_attempt_budget_and_the_group_is_not_accepted() {
     // rule SETTLE-8, rule SETTLE-4
-    if cfg!(feature = "aws") {
-        return;
-    }
     // The receipt would come on the 5th attempt; the budget is 2 and the
     // grace 6 s: 2 attempts, then the grace ends with the request pending.
     let (h, url) = polling(5, 2, 6);
@@ -682,11 +607,9 @@ fn run_stops_polling_at_the_attempt_budget_and_the_group_is_not_accepted() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_killed_while_polling_never_exceeds_the_attempt_budget() {
     // rule SETTLE-8, rule CASE-4
-    if cfg!(feature = "aws") {
-        return;
-    }
     let mut seed: u64 = 20_261_202;
     for round in 0..3 {
         // The receipt comes with the 3rd attempt; the budget is 3.
@@ -724,11 +647,9 @@ fn run_killed_while_polling_never_exceeds_the_attempt_budget() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
     // rule CASE-3, rule CASE-8
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = ready(1, 1);
     // The launch hangs; the frozen launch.timeout_sec of the test manifest
     // is 4 s.
@@ -748,11 +669,9 @@ fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
     // rule CASE-4, rule CASE-3
-    if cfg!(feature = "aws") {
-        return;
-    }
     let (h, url) = ready(2, 1);
     let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
     std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3", "sleep 2")).unwrap();
@@ -787,11 +706,9 @@ fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn the_readme_walk_runs_as_written() {
     // rule FREEZE-7, rule GATE-5, rule LINEAGE-2, rule LINEAGE-3, rule VERDICT-4
-    if cfg!(feature = "aws") {
-        return;
-    }
     // README "Driving a group with `run`", command for command on the
     // recorded-gates path (the AWS observations appended as an `aws` build
     // records them).
@@ -951,11 +868,9 @@ fn kill_round(seed: &mut u64) -> KillRound {
 }
 
 #[test]
+#[cfg(not(feature = "aws"))]
 fn run_killed_at_many_points_and_rerun_starts_every_identity_at_most_once_and_seals() {
     // rule CASE-2, rule CASE-3, rule CASE-4
-    if cfg!(feature = "aws") {
-        return;
-    }
     // At least 20 kill points (BENCHLEDGER_RUN_KILLS=200 by hand).
     let want: usize = super::env_number("BENCHLEDGER_RUN_KILLS", 20);
     let mut seed: u64 = super::env_number("BENCHLEDGER_RUN_KILL_SEED", 17);

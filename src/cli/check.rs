@@ -184,28 +184,43 @@ pub(crate) fn append_check(
 }
 
 fn print_check(r: &Recorded, as_json: bool) -> anyhow::Result<ExitCode> {
-    let obs = &r.obs;
+    print_observation(&r.obs, Some(r.seq), as_json)
+}
+
+/// A check as seen: recorded at `seq`, or a probe (RUN-6) when `None`.
+fn print_observation(
+    obs: &CheckRecorded,
+    seq: Option<u64>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     if as_json {
-        print_json(&json!({
-            "seq": r.seq,
+        let mut v = json!({
             "check": obs.check,
             "target": obs.target,
             "group": obs.group,
             "status": obs.status,
             "details": obs.details,
-        }))?;
+        });
+        match seq {
+            Some(seq) => v["seq"] = json!(seq),
+            None => {
+                v["probe"] = json!(true);
+                v["recorded"] = json!(false);
+            }
+        }
+        print_json(&v)?;
     } else {
         let word = if obs.status == Status::Pass {
             "holds"
         } else {
             "does not hold"
         };
-        outln!(
-            "{:?} check of {} {word}; recorded at seq {}",
-            obs.check,
-            obs.target,
-            r.seq
-        )?;
+        let how = seq.map_or_else(
+            || "not recorded (a probe is no gate, RUN-6)".to_string(),
+            |seq| format!("recorded at seq {seq}"),
+        );
+        let what = if seq.is_some() { "check" } else { "probe" };
+        outln!("{:?} {what} of {} {word}; {how}", obs.check, obs.target)?;
         for (k, v) in &obs.details {
             outln!("  {k:<18} {v}")?;
         }
@@ -309,32 +324,7 @@ fn observe_sentinel(
 /// A probe's answer (RUN-6): what the check saw, the note that nothing was
 /// recorded, and the exit code the recorded check would have.
 fn print_probe(obs: &CheckRecorded, as_json: bool) -> anyhow::Result<ExitCode> {
-    if as_json {
-        print_json(&json!({
-            "probe": true,
-            "recorded": false,
-            "check": obs.check,
-            "target": obs.target,
-            "group": obs.group,
-            "status": obs.status,
-            "details": obs.details,
-        }))?;
-    } else {
-        let word = if obs.status == Status::Pass {
-            "holds"
-        } else {
-            "does not hold"
-        };
-        outln!(
-            "{:?} probe of {} {word}; not recorded (a probe is no gate, RUN-6)",
-            obs.check,
-            obs.target
-        )?;
-        for (k, v) in &obs.details {
-            outln!("  {k:<18} {v}")?;
-        }
-    }
-    Ok(exit(obs.status))
+    print_observation(obs, None, as_json)
 }
 
 /// `check config` and `run`: validates `config` with the lineage's frozen

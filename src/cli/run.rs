@@ -73,8 +73,9 @@ pub struct RunArgs {
     /// frozen `[signers] operators`, TRUST-1); read before anything runs.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
-    /// Milliseconds between looks at the launched processes.
-    #[arg(long, default_value_t = 200, value_name = "MS")]
+    /// Milliseconds between looks at the launched processes, the head
+    /// witness and the result files while `run` waits.
+    #[arg(long, default_value_t = crate::limits::RUN_POLL_MS_DEFAULT, value_name = "MS")]
     pub poll_ms: u64,
 }
 

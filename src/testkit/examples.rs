@@ -73,3 +73,85 @@ pub fn group_open_args(group: &str) -> Vec<String> {
     .map(String::from)
     .to_vec()
 }
+
+/// Replaces the first line of `m` that starts with `starts` by `with`;
+/// there must be one (test support: a fixture that no longer matches the
+/// example manifest fails loudly).
+pub fn replace_line(m: &str, starts: &str, with: &str) -> String {
+    let mut out = String::with_capacity(m.len());
+    let mut done = false;
+    for line in m.lines() {
+        if !done && line.starts_with(starts) {
+            out.push_str(with);
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    assert!(done, "no line starts with {starts:?}");
+    out
+}
+
+/// The example manifest made runnable by `run` over a stand-in launch under
+/// `root`: `cases` canary-1 identities (`hello-world` `c1`, `c2`, ...) at
+/// `concurrency`, every path under `root`, the frozen validator
+/// `root/validate.sh` (written here: a config must be non-empty), the launch
+/// command `sh root/launch.sh {trial_name} {jobs_dir} {config}` (the caller
+/// writes the script), the frozen `timeout_sec = 7200` line replaced by
+/// `launch_tail`, and a usage export that exports nothing.
+pub fn run_manifest(
+    root: &std::path::Path,
+    cases: u32,
+    concurrency: u32,
+    launch_tail: &str,
+) -> std::io::Result<String> {
+    let r = root.display().to_string();
+    let r = r.trim_end_matches('/');
+    let canaries: String = (1..=cases)
+        .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
+        .collect();
+    let start = EXAMPLE_MANIFEST
+        .find("canaries = [\n")
+        .map_or(0, |i| i + "canaries = [\n".len());
+    let end = start + EXAMPLE_MANIFEST[start..].find("]\n").unwrap_or(0);
+    let mut m = EXAMPLE_MANIFEST.to_string();
+    m.replace_range(start..end, &canaries);
+    let m = m
+        .replacen(
+            "concurrency = 1",
+            &format!("concurrency = {concurrency}"),
+            1,
+        )
+        .replace("/srv/bench/", &format!("{r}/srv/"));
+    let validator = root.join("validate.sh");
+    std::fs::write(&validator, "#!/bin/sh\ntest -s \"$1\"\n")?;
+    let b3 = blake3::hash(&std::fs::read(&validator)?).to_hex();
+    let v = validator.display();
+    let launch = root.join("launch.sh");
+    let l = launch.display();
+    let m = replace_line(
+        &m,
+        "command = [\"tools/.venv-harbor",
+        &format!("command = [\"sh\", \"{v}\", \"{{config}}\"]"),
+    );
+    let m = replace_line(&m, "program = ", &format!("program = \"{v}\""));
+    let m = replace_line(
+        &m,
+        "program_blake3 = ",
+        &format!("program_blake3 = \"{b3}\""),
+    );
+    let m = replace_line(
+        &m,
+        "command = [\"harbor\"",
+        &format!(
+            "command = [\"sh\", \"{l}\", \"{{trial_name}}\", \"{{jobs_dir}}\", \"{{config}}\"]"
+        ),
+    );
+    let m = replace_line(&m, "timeout_sec = 7200", launch_tail);
+    Ok(replace_line(
+        &m,
+        "usage_export = ",
+        "usage_export = [\"true\", \"{out}\"]",
+    ))
+}

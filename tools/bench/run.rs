@@ -22,10 +22,13 @@ use std::time::{Duration, Instant};
 
 use benchledger::log::ledger::Draft;
 use benchledger::schema::events::{Event, OperatorNoted};
-use benchledger::testkit::examples::{EXAMPLE_MANIFEST, EXAMPLE_PRIVATE};
+use benchledger::testkit::examples::EXAMPLE_PRIVATE;
 use serde_json::{json, Value};
 
 use crate::util::percentile;
+
+/// `run`'s default poll interval (`run --poll-ms`).
+const POLL_MS: u64 = benchledger::limits::RUN_POLL_MS_DEFAULT;
 
 /// What one `run` section measures.
 pub struct RunOpts<'a> {
@@ -98,75 +101,19 @@ pub fn ideal_makespan(d: &[f64], c: usize) -> f64 {
     free.into_iter().fold(0.0, f64::max)
 }
 
-fn replace_line(m: &str, starts: &str, with: &str) -> String {
-    m.lines()
-        .map(|l| {
-            if l.starts_with(starts) {
-                with.to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
 /// The example manifest with `n` canary identities at concurrency `c`,
-/// every path under `root`, a validator and the stand-in launch.
+/// every path under `root`, a validator and the stand-in launch (it sleeps
+/// the trial's drawn duration).
 fn manifest(root: &Path, n: usize, c: u32) -> String {
-    let r = root.display().to_string();
-    let canaries: String = (1..=n)
-        .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
-        .collect();
-    let start = EXAMPLE_MANIFEST.find("canaries = [\n").expect("canaries") + "canaries = [\n".len();
-    let end = start + EXAMPLE_MANIFEST[start..].find("]\n").expect("end");
-    let mut m = EXAMPLE_MANIFEST.to_string();
-    m.replace_range(start..end, &canaries);
-    let m = m
-        .replacen("concurrency = 1", &format!("concurrency = {c}"), 1)
-        .replace("/srv/bench/", &format!("{r}/srv/"));
-    let validator = root.join("validate.sh");
-    std::fs::write(&validator, "#!/bin/sh\ntest -s \"$1\"\n").expect("validator");
-    let launch = root.join("launch.sh");
+    let r = root.display();
     std::fs::write(
-        &launch,
+        root.join("launch.sh"),
         format!("#!/bin/sh\necho $$ > {r}/started/$1\nexec sleep $(cat {r}/durations/$1)\n"),
     )
     .expect("launch");
-    let b3 = blake3::hash(&std::fs::read(&validator).expect("read")).to_hex();
-    let m = replace_line(
-        &m,
-        "command = [\"tools/.venv-harbor",
-        &format!(
-            "command = [\"sh\", \"{}\", \"{{config}}\"]",
-            validator.display()
-        ),
-    );
-    let m = replace_line(
-        &m,
-        "program = ",
-        &format!("program = \"{}\"", validator.display()),
-    );
-    let m = replace_line(
-        &m,
-        "program_blake3 = ",
-        &format!("program_blake3 = \"{b3}\""),
-    );
-    let m = replace_line(
-        &m,
-        "command = [\"harbor\"",
-        &format!(
-            "command = [\"sh\", \"{}\", \"{{trial_name}}\", \"{{jobs_dir}}\", \"{{config}}\"]",
-            launch.display()
-        ),
-    );
-    let m = replace_line(&m, "timeout_sec = 7200", "timeout_sec = 3600");
-    replace_line(
-        &m,
-        "usage_export = ",
-        "usage_export = [\"true\", \"{out}\"]",
-    )
+    let n = u32::try_from(n).expect("cases");
+    benchledger::testkit::examples::run_manifest(root, n, c, "timeout_sec = 3600")
+        .expect("manifest")
 }
 
 /// A ledger in `root/ledger`: the lineage frozen, canary-1 opened, fresh
@@ -336,6 +283,14 @@ fn idle(o: &RunOpts, name: &str, bin: &Path, url: &str, pad: usize) -> Value {
     }
     let ready = t0.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_secs(2));
+    // (c) Quiet: nothing is appended, so each loop tick only looks at the
+    // processes, the head witness and the result files.
+    let (cpu_q, w_q) = (cpu_sec(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(o.idle_sec / 2.0));
+    let quiet_wall = w_q.elapsed().as_secs_f64();
+    let quiet_cpu = cpu_sec(pid) - cpu_q;
+    let ticks = quiet_wall / (POLL_MS as f64 / 1e3);
+    // (b) While `note`s append: each append is caught up (and re-planned).
     let (cpu0, w0) = (cpu_sec(pid), Instant::now());
     let mut lat = Vec::new();
     let gap = Duration::from_secs_f64(o.idle_sec / o.notes.max(1) as f64);
@@ -359,6 +314,8 @@ fn idle(o: &RunOpts, name: &str, bin: &Path, url: &str, pad: usize) -> Value {
     stop(child, &root);
     json!({
         "binary": name, "pad": pad, "ready_sec": ready, "window_sec": wall,
+        "quiet_window_sec": quiet_wall, "quiet_cpu_share_of_core": quiet_cpu / quiet_wall,
+        "tick_cpu_us": quiet_cpu / ticks * 1e6,
         "cpu_sec": cpu, "cpu_share_of_core": cpu / wall,
         "note_p50_ms": percentile(&lat, 50.0), "note_p99_ms": percentile(&lat, 99.0),
     })
@@ -398,18 +355,24 @@ pub fn section(o: &RunOpts) -> Value {
         }
     }
     println!(
-        "\n(b, c) `run` waiting for {} cases, {} `note`s meanwhile:\n",
-        o.concurrency, o.notes
+        "\n(b, c) `run` waiting for {} cases: {:.0} s quiet (CPU per {POLL_MS} ms tick), then {:.0} s with {} `note`s appending:\n",
+        o.concurrency,
+        o.idle_sec / 2.0,
+        o.idle_sec,
+        o.notes
     );
-    println!("| binary | ledger padding | run CPU (share of a core) | note p50 | note p99 |\n| --- | --- | --- | --- | --- |");
+    println!("| binary | ledger padding | quiet: run CPU | quiet: CPU per tick | with notes: run CPU | note p50 | note p99 |\n| --- | --- | --- | --- | --- | --- | --- |");
     for r in &rows {
+        let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
         println!(
-            "| {} | {} | {:.2}% | {:.1} ms | {:.1} ms |",
+            "| {} | {} | {:.2}% | {:.0} us | {:.2}% | {:.1} ms | {:.1} ms |",
             r["binary"].as_str().unwrap_or("?"),
             r["pad"],
-            100.0 * r["cpu_share_of_core"].as_f64().unwrap_or(0.0),
-            r["note_p50_ms"].as_f64().unwrap_or(0.0),
-            r["note_p99_ms"].as_f64().unwrap_or(0.0)
+            100.0 * f("quiet_cpu_share_of_core"),
+            f("tick_cpu_us"),
+            100.0 * f("cpu_share_of_core"),
+            f("note_p50_ms"),
+            f("note_p99_ms")
         );
     }
     out.insert("idle", Value::Array(rows));
