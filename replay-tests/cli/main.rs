@@ -17,6 +17,8 @@ mod bad_inputs;
 mod chaos;
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "fail_closed.rs"]
+mod fail_closed;
 #[path = "harbor_trees.rs"]
 mod harbor_trees;
 #[path = "pipes.rs"]
