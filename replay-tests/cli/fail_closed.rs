@@ -1,7 +1,11 @@
 //! Issue 29, "fail closed at every boundary, round two": each shape that got
 //! through, fed to the binary as a new user or an adversary would.
 
-use super::Harness;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::{Harness, Run};
 
 /// A fabricated AWS secret access key (40 base64 bytes), split so this file
 /// holds no literal a secret scanner flags.
@@ -35,4 +39,107 @@ fn a_lone_aws_secret_in_a_note_is_refused_like_its_assignment() {
         );
     }
     assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+/// Runs the binary and waits at most `secs`; a process still running then
+/// is killed and the test fails (a read that waits on a FIFO or a device).
+fn run_within(h: &Harness, args: &[&str], secs: u64) -> Run {
+    let mut child = h
+        .cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after {secs} s: an unbounded or blocking read");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap().into()
+}
+
+fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_device_or_a_fifo_is_refused_at_once_as_every_input_file() {
+    // Issue 29 item 12: every file read has a named bound and only regular
+    // files are read; nothing is appended.
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    let fifo = h.path("pipe");
+    mkfifo(&fifo);
+    let fifo = fifo.display().to_string();
+    let private = h.path("private.toml").display().to_string();
+    std::fs::write(&private, "").unwrap();
+    for input in ["/dev/zero", fifo.as_str()] {
+        let kind = if input == "/dev/zero" {
+            "a character device"
+        } else {
+            "a FIFO"
+        };
+        for args in [
+            vec!["manifest", "freeze", input, "--private", &private],
+            vec!["checkpoint", "sign", "--key", input],
+            vec!["ingest", "traces", "g1", input],
+            vec!["ingest", "usage", "g1", input],
+        ] {
+            let r = run_within(&h, &args, 10);
+            assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(kind) && r.stderr.contains("not a regular file"),
+                "{args:?} names the file and what it is: {}",
+                r.stderr
+            );
+        }
+        let other = Harness::new();
+        let r = run_within(&other, &["import", "--jsonl", input], 10);
+        assert_eq!(r.code, 2, "import {input}: {}", r.stderr);
+        assert!(r.stderr.contains(kind), "{}", r.stderr);
+        assert!(!other.ledger().exists(), "a refused import leaves nothing");
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
+fn a_text_input_is_read_up_to_its_bound_and_refused_past_it() {
+    // Issue 29 item 12: TEXT_INPUT_FILE_BYTES_MAX at the bound and one past.
+    let max = benchledger::limits::TEXT_INPUT_FILE_BYTES_MAX;
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    let sized = |name: &str, len: u64| {
+        let p = h.path(name);
+        std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+        p.display().to_string()
+    };
+    let (at, past) = (sized("at.key", max), sized("past.key", max + 1));
+    let r = run_within(&h, &["checkpoint", "sign", "--key", &at], 30);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("longer than the limit"),
+        "a file at the bound is read (and then is no key): {}",
+        r.stderr
+    );
+    let r = run_within(&h, &["checkpoint", "sign", "--key", &past], 30);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("longer than the limit of {max} bytes")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(h.head_bytes(), before);
 }

@@ -73,9 +73,10 @@ pub(crate) fn announce(done: &[Appended]) {
     }
 }
 
+/// A whole text file of at most `TEXT_INPUT_FILE_BYTES_MAX` bytes (a
+/// manifest, a key, a note): a regular file only.
 pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::error::read_regular(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
     String::from_utf8(bytes)
         .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
 }
@@ -162,18 +163,27 @@ pub(crate) fn parse_case(s: &str) -> Result<CaseRef, BadUsage> {
     })
 }
 
+/// The size and BLAKE3 of a regular file of at most
+/// `HASHED_FILE_BYTES_MAX` bytes, streamed.
 pub(crate) fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
-    Ok((
-        bytes.len() as u64,
-        hex::encode(blake3::hash(&bytes).as_bytes()),
-    ))
+    use std::io::Read;
+    let max = crate::limits::HASHED_FILE_BYTES_MAX;
+    let (file, _) = crate::error::open_regular(path, max)?;
+    let mut h = blake3::Hasher::new();
+    let bytes = std::io::copy(&mut file.take(max + 1), &mut h)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes while being read",
+            path.display()
+        ))
+        .into());
+    }
+    Ok((bytes, h.finalize().to_hex().to_string()))
 }
 
 pub(crate) fn hash_file(path: &PathBuf) -> anyhow::Result<(String, String)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::error::read_regular(path, crate::limits::SCANNED_FILE_BYTES_MAX)?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
         for (i, line) in text.lines().enumerate() {
             if let Some(f) = crate::schema::secrets::scan(line) {

@@ -101,16 +101,30 @@ pub struct OutcomeArgs {
     pub mode: OutcomeMode,
 }
 
+/// An evidence file's size and BLAKE3: a regular file of at most
+/// `INGEST_FILE_BYTES_MAX` bytes (a FIFO or a device is refused at once).
 fn file_facts(path: &Path) -> anyhow::Result<(u64, String)> {
-    if path.is_dir() {
-        return Err(Error::input(format!("{} is a directory, not a file", path.display())).into());
-    }
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    use std::io::Read;
+    let max = crate::limits::INGEST_FILE_BYTES_MAX;
+    let (file, _) = crate::error::open_regular(path, max)?;
     let mut h = blake3::Hasher::new();
-    let bytes = std::io::copy(&mut BufReader::new(file), &mut h)
+    let bytes = std::io::copy(&mut BufReader::new(file.take(max + 1)), &mut h)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes while being read",
+            path.display()
+        ))
+        .into());
+    }
     Ok((bytes, h.finalize().to_hex().to_string()))
+}
+
+/// Opens an evidence file again to read its rows: still a regular file
+/// within `INGEST_FILE_BYTES_MAX` (it may have been swapped since
+/// `file_facts`; the rows' own bounds and the hash check do the rest).
+fn open_evidence(path: &Path) -> crate::Result<std::fs::File> {
+    Ok(crate::error::open_regular(path, crate::limits::INGEST_FILE_BYTES_MAX)?.0)
 }
 
 /// Rows of one file.
@@ -269,8 +283,7 @@ pub(crate) fn ingest_file(
     let single_document = kind == "receipts"
         && bitrouter::ReceiptFileForm::of_path(file) == bitrouter::ReceiptFileForm::Document;
     if single_document {
-        let file = std::fs::File::open(file)
-            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+        let file = open_evidence(file)?;
         let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
         batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
     } else {
@@ -333,8 +346,7 @@ fn push_rows(
     parse: RowParser,
     tty: bool,
 ) -> crate::Result<u64> {
-    let file = std::fs::File::open(f.path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", f.source)))?;
+    let file = open_evidence(f.path)?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut report = |rows: u64, read: u64| {
         if tty {
@@ -519,8 +531,10 @@ fn push_job(
             Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
             key,
         ))?;
-        let bytes =
-            std::fs::read(&art.path).map_err(|e| Error::io(format!("read {}", art.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&art.path),
+            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &art.path, &bytes, out)?;
     }
     if let Some(facts) = harbor::job_facts(job)? {
@@ -582,12 +596,17 @@ fn push_trial(
         .unwrap_or_default();
     let reward_files = harbor::read_reward_files(t)?;
     if let Some(result) = &t.result {
-        let bytes = std::fs::read(&result.path)
-            .map_err(|e| Error::io(format!("read {}", result.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&result.path),
+            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &result.path, &bytes, out)?;
     }
     for f in &reward_files {
-        let bytes = std::fs::read(&f.path).map_err(|e| Error::io(format!("read {}", f.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&f.path),
+            crate::evidence::harbor::HARBOR_REWARD_FILE_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &f.path, &bytes, out)?;
     }
     let event = Event::TrialResultRecordedV2(Box::new(parsed.into_event_v2(

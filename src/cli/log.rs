@@ -298,9 +298,9 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
         let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
         crate::log::export::import_jsonl(&mut input, "stdin", dir, wait)?
     } else {
-        let file = std::fs::File::open(&a.jsonl)
-            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
-        let size = file.metadata().ok().map(|meta| meta.len());
+        let (file, size) =
+            crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;
+        let size = Some(size);
         let progress = Progress::bytes("import", size);
         let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
         crate::log::export::import_jsonl(&mut input, &source, dir, wait)?

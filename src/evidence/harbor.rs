@@ -1287,7 +1287,7 @@ fn walk_trial(e: &Entry) -> Result<TrialDir> {
 /// Streams `path` through BLAKE3; refuses files over `max` bytes.
 fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<FileArtifact> {
     let shown = utf8_path(path)?;
-    let mut f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
+    let (mut f, _) = crate::error::open_regular(path, max.map_or(u64::MAX, |m| m as u64))?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; STREAM_CHUNK_BYTES];
     let mut total: u64 = 0;
@@ -1317,19 +1317,11 @@ fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<File
 }
 
 /// Reads at most `max` bytes of `path`; a longer file is refused.
+/// Reads at most `max` bytes of `path`, a regular file; a longer file, a
+/// FIFO or a device is refused.
 fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {
-    let shown = utf8_path(path)?;
-    let f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
-    let mut bytes = Vec::new();
-    f.take(max as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(format!("read {shown}"), e))?;
-    if bytes.len() > max {
-        return Err(Error::input(format!(
-            "{shown}: longer than the limit of {max} bytes"
-        )));
-    }
-    Ok(bytes)
+    utf8_path(path)?;
+    crate::error::read_regular(path, max as u64)
 }
 
 #[cfg(test)]
@@ -1857,7 +1849,13 @@ mod tests {
         std::fs::write(tmp.path().join("job/config.json"), "{}").unwrap();
         std::fs::write(trial.join("result.json"), &bytes).unwrap();
         let err = walk_jobs(&tmp.path().join("job")).unwrap_err().to_string();
-        assert!(err.ends_with(&format!("t__control-t1/result.json: longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes")), "{err}");
+        assert!(
+            err.contains("t__control-t1/result.json: ")
+                && err.contains(&format!(
+                    "longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes"
+                )),
+            "{err}"
+        );
         bytes.pop();
         std::fs::write(trial.join("result.json"), &bytes).unwrap();
         assert_eq!(
