@@ -143,3 +143,57 @@ fn a_text_input_is_read_up_to_its_bound_and_refused_past_it() {
     );
     assert_eq!(h.head_bytes(), before);
 }
+
+/// The export line of a genesis that declares `format_version`, built as a
+/// newer tool would write it: the record re-encoded and its link re-hashed.
+fn genesis_line_declaring(genesis_line: &str, format_version: u16) -> String {
+    use benchledger::log::export::ExportLine;
+    use benchledger::log::record::Record;
+    use benchledger::schema::events::Event;
+    let mut line: ExportLine = serde_json::from_str(genesis_line).unwrap();
+    let decoded = Record::decode(&hex::decode(&line.record_hex).unwrap()).unwrap();
+    let Event::LedgerCreated(mut g) = decoded.event else {
+        panic!("line 1 is the genesis")
+    };
+    g.format_version = format_version;
+    let event = Event::LedgerCreated(g);
+    let mut record = decoded.record;
+    record.payload = benchledger::log::codec::encode_payload(&event).unwrap();
+    let bytes = record.encode().unwrap();
+    let hash = benchledger::log::chain::link_hash(&[0; 32], 0, &bytes);
+    line.record_hex = hex::encode(&bytes);
+    line.hash = hex::encode(hash);
+    line.payload = event.payload_json();
+    serde_json::to_string(&line).unwrap()
+}
+
+#[test]
+fn an_export_of_a_newer_format_is_refused_naming_both_versions() {
+    // Issue 29 item 14: a genesis declaring format_version 2 is not this
+    // build's format.
+    let h = Harness::new();
+    h.init();
+    let export = h.ok(&["export", "--jsonl"]).stdout;
+    let first = export.lines().next().unwrap();
+    for (version, accepted) in [(1u16, true), (2, false)] {
+        let file = h.path(&format!("v{version}.jsonl"));
+        std::fs::write(
+            &file,
+            format!("{}\n", genesis_line_declaring(first, version)),
+        )
+        .unwrap();
+        let other = Harness::new();
+        let r = other.run(&["import", "--jsonl", &file.display().to_string()]);
+        if accepted {
+            assert_eq!(r.code, 0, "this build's own format imports: {}", r.stderr);
+            continue;
+        }
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("format_version 2") && r.stderr.contains("reads format 1"),
+            "the refusal names both versions: {}",
+            r.stderr
+        );
+        assert!(!other.ledger().exists(), "a refused import leaves nothing");
+    }
+}

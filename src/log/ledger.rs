@@ -240,8 +240,10 @@ impl Ledger {
         }
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
+        let store = SledStore::open(dir)?;
+        check_genesis_format(&store, dir)?;
         Ok(Ledger {
-            store: SledStore::open(dir)?,
+            store,
             dir: dir.to_path_buf(),
             _lock: file,
         })
@@ -584,6 +586,31 @@ impl Ledger {
             dir: dir.to_path_buf(),
             _lock: file,
         })
+    }
+}
+
+/// Refuses a ledger whose genesis declares a format this build does not
+/// read, naming both (exit 2): its records mean what that format says, not
+/// what this build would read into them. Genesis bytes that do not read or
+/// decode are left to the verified walk, which names them as damage.
+fn check_genesis_format(store: &SledStore, dir: &Path) -> Result<()> {
+    let Some(value) = store.value(0).ok().flatten() else {
+        return Ok(());
+    };
+    let Some((_, _, bytes)) = chain::split_value(&value) else {
+        return Ok(());
+    };
+    match Record::decode(bytes) {
+        Ok(Decoded {
+            event: Event::LedgerCreated(g),
+            ..
+        }) if g.format_version != FORMAT_VERSION => Err(Error::input(format!(
+            "ledger {}: its genesis declares format_version {}; this build of benchledger reads format {FORMAT_VERSION} only (use a benchledger that reads format {})",
+            dir.display(),
+            g.format_version,
+            g.format_version
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -697,3 +697,57 @@ fn an_unreadable_store_item_is_storage_unreadable_damage_at_its_first_seq() {
     assert_eq!(d.seq, next, "{d}");
     assert!(l.read(first).is_ok());
 }
+
+/// A genesis record that declares `format_version`, sealed.
+fn genesis_declaring(format_version: u16) -> Sealed {
+    let draft = Draft {
+        actor: "ci".into(),
+        event: Event::LedgerCreated(LedgerCreated {
+            ledger_id: "00".repeat(16),
+            format_version,
+            tool_version: TOOL_VERSION.into(),
+        }),
+        idempotency_key: None,
+    };
+    let payload = crate::log::codec::encode_payload(&draft.event).unwrap();
+    Sealed::new(
+        chain::ZERO_HASH,
+        0,
+        encode_draft(&draft, payload, 0, 1).unwrap(),
+    )
+}
+
+#[test]
+fn a_ledger_of_another_format_is_refused_naming_both_versions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    {
+        let l = Ledger::create_empty(&dir, WAIT).unwrap();
+        l.append_sealed(None, &[genesis_declaring(FORMAT_VERSION + 1)], &[])
+            .unwrap();
+    }
+    let e = Ledger::open(&dir, WAIT).err().expect("refused");
+    let text = e.to_string();
+    assert_eq!(e.class(), crate::error::ExitClass::BadInput, "{text}");
+    assert!(
+        text.contains(&format!("format_version {}", FORMAT_VERSION + 1))
+            && text.contains(&format!("reads format {FORMAT_VERSION}")),
+        "the refusal names both versions: {text}"
+    );
+    // and the verified walk names it as a bad genesis
+    let sealed = genesis_declaring(FORMAT_VERSION + 1);
+    let d = Walker::from_genesis()
+        .step(&0u64.to_be_bytes(), &sealed.value())
+        .err()
+        .expect("a walk refuses it");
+    assert_eq!(d.kind, DamageKind::BadGenesis);
+    assert!(d.to_string().contains("format_version 2"), "{d}");
+    // the format this build writes opens
+    let ok = tmp.path().join("ok");
+    {
+        let l = Ledger::create_empty(&ok, WAIT).unwrap();
+        l.append_sealed(None, &[genesis_declaring(FORMAT_VERSION)], &[])
+            .unwrap();
+    }
+    assert!(Ledger::open(&ok, WAIT).unwrap().verify().unwrap().ok());
+}
