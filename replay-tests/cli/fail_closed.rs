@@ -164,7 +164,9 @@ fn genesis_line_declaring(genesis_line: &str, format_version: u16) -> String {
     line.record_hex = hex::encode(&bytes);
     line.hash = hex::encode(hash);
     line.payload = event.payload_json();
-    serde_json::to_string(&line).unwrap()
+    let trailer =
+        benchledger::log::export::trailer_line(&benchledger::log::chain::Head { seq: 0, hash });
+    format!("{}\n{trailer}", serde_json::to_string(&line).unwrap())
 }
 
 #[test]
@@ -196,4 +198,74 @@ fn an_export_of_a_newer_format_is_refused_naming_both_versions() {
         );
         assert!(!other.ledger().exists(), "a refused import leaves nothing");
     }
+}
+
+#[test]
+fn a_cut_export_is_refused_and_imports_only_when_stated_as_untrailed() {
+    // Issue 29 item 15: "a byte-identical copy, or a refusal".
+    let h = Harness::new();
+    h.init();
+    for i in 0..20 {
+        h.ok(&["note", &format!("n{i}")]);
+    }
+    let export = h.ok(&["export", "--jsonl"]).stdout;
+    let lines: Vec<&str> = export.lines().collect();
+    assert_eq!(lines.len(), 22, "21 records and the trailer");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(lines[21]).unwrap(),
+        serde_json::json!({
+            "trailer": "benchledger export end",
+            "records": 21,
+            "head_seq": 20,
+            "head_hash": h.ok(&["head", "--json"]).json()["head_hash"],
+        }),
+        "the trailer names the record count and the head"
+    );
+    let import = |name: &str, text: String, extra: &[&str]| {
+        let file = h.path(name);
+        std::fs::write(&file, text).unwrap();
+        let other = Harness::new();
+        let mut args = vec!["import", "--jsonl", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let r = other.run(&args);
+        (r, other)
+    };
+    let cut = format!("{}\n", lines[..12].join("\n"));
+    let (r, other) = import("cut.jsonl", cut.clone(), &[]);
+    assert_eq!(r.code, 2, "a cut export is refused: {}", r.stderr);
+    assert!(
+        r.stderr.contains("no trailer") && r.stderr.contains("--untrailed"),
+        "{}",
+        r.stderr
+    );
+    assert!(!other.ledger().exists(), "a refused import leaves nothing");
+    let mut lied = lines.clone();
+    let short_trailer = lines[21].replace("\"records\":21", "\"records\":12");
+    lied[21] = &short_trailer;
+    for (name, text) in [
+        ("lying.jsonl", format!("{}\n", lied.join("\n"))),
+        (
+            "cut-trailed.jsonl",
+            format!("{}\n{}\n", lines[..12].join("\n"), lines[21]),
+        ),
+        ("after.jsonl", format!("{export}{}\n", lines[5])),
+    ] {
+        let (r, other) = import(name, text, &["--untrailed"]);
+        assert_eq!(
+            r.code, 2,
+            "{name}: a trailer is checked even with --untrailed: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("trailer"), "{name}: {}", r.stderr);
+        assert!(!other.ledger().exists());
+    }
+    // An export from before trailers imports when stated as such, saying so.
+    let (r, other) = import("old.jsonl", cut, &["--untrailed"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("not checked"), "{}", r.stderr);
+    assert_eq!(other.ok(&["head", "--json"]).json()["head_seq"], 11);
+    // The whole export is the byte-identical copy.
+    let (r, other) = import("whole.jsonl", export.clone(), &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(other.ok(&["export", "--jsonl"]).stdout, export);
 }

@@ -196,7 +196,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     let (ledger, state, head) = verified_state(cli, wait)?;
     let mut files: Vec<BundleFile> = Vec::new();
     let mut export = Vec::new();
-    let exported = crate::log::export::export_jsonl(&ledger, &mut export)?;
+    let exported = crate::log::export::export_jsonl_trailed(&ledger, &mut export)?;
     if exported.seq != head.head_seq {
         return Err(Error::input("the ledger head moved during the export").into());
     }
@@ -373,14 +373,15 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
         return run_export_parquet(cli, d, a.append, wait);
     }
     let ledger = Ledger::open(dir, wait)?;
-    let progress = Progress::records("export", ledger.head()?.seq + 1);
+    // the records and the trailer
+    let progress = Progress::records("export", ledger.head()?.seq + 2);
     let head = match &a.out {
         Some(path) => {
             let tmp = path.with_extension("partial");
             let file =
                 std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
             let mut w = LineCountingWriter::new(BufWriter::new(file), &progress);
-            let head = crate::log::export::export_jsonl(&ledger, &mut w)?;
+            let head = crate::log::export::export_jsonl_trailed(&ledger, &mut w)?;
             w.into_inner()
                 .into_inner()
                 .map_err(|e| e.into_error())
@@ -391,7 +392,7 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
         }
         None => {
             let mut w = LineCountingWriter::new(BufWriter::new(crate::cli::out::Out), &progress);
-            crate::log::export::export_jsonl(&ledger, &mut w)?
+            crate::log::export::export_jsonl_trailed(&ledger, &mut w)?
         }
     };
     progress.finish();

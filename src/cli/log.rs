@@ -54,6 +54,12 @@ pub struct ImportArgs {
     /// The export file to read (`-` for stdin).
     #[arg(long, value_name = "FILE")]
     pub jsonl: PathBuf,
+    /// Import an export written before exports ended with a trailer line
+    /// (record count and head). Without the trailer nothing shows that the
+    /// file is whole: a cut file imports as a shorter ledger. A trailer
+    /// that is present is still checked.
+    #[arg(long)]
+    pub untrailed: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -293,17 +299,23 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
 pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let source = a.jsonl.display().to_string();
+    let rule = if a.untrailed {
+        eprintln!("benchledger: warning: --untrailed: the export's completeness is not checked; a cut file imports as a shorter ledger");
+        crate::log::export::TrailerRule::Optional
+    } else {
+        crate::log::export::TrailerRule::Required
+    };
     let head = if a.jsonl.as_os_str() == "-" {
         let progress = Progress::bytes("import", None);
         let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
-        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait)?
+        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule)?
     } else {
         let (file, size) =
             crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;
         let size = Some(size);
         let progress = Progress::bytes("import", size);
         let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
-        crate::log::export::import_jsonl(&mut input, &source, dir, wait)?
+        crate::log::export::import_jsonl(&mut input, &source, dir, wait, rule)?
     };
     if a.json {
         print_json(&head_json(&head))?;

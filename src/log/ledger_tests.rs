@@ -357,7 +357,14 @@ fn export_import_round_trips_byte_identically() {
     let mut out = Vec::new();
     crate::log::export::export_jsonl(&l, &mut out).unwrap();
     let target = t.path().join("copy");
-    let head = crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &target, WAIT).unwrap();
+    let head = crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &target,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     assert_eq!(head, l.head().unwrap());
     let copy = Ledger::open(&target, WAIT).unwrap();
     assert!(copy.verify().unwrap().ok());
@@ -424,7 +431,13 @@ fn tampered_exports_are_refused_and_leave_nothing() {
     ];
     for (i, (bad, what)) in cases.iter().enumerate() {
         let target = t.path().join(format!("bad{i}"));
-        let r = crate::log::export::import_jsonl(&mut bad.as_bytes(), "mem", &target, WAIT);
+        let r = crate::log::export::import_jsonl(
+            &mut bad.as_bytes(),
+            "mem",
+            &target,
+            WAIT,
+            crate::log::export::TrailerRule::Optional,
+        );
         assert!(matches!(r, Err(Error::Input(_))), "{what}: {r:?}");
         assert!(!target.exists(), "{what}: a refused import left {target:?}");
         let leftovers: Vec<_> = std::fs::read_dir(t.path())
@@ -444,12 +457,25 @@ fn import_refuses_a_non_empty_target() {
     let target = t.path().join("full");
     std::fs::create_dir(&target).unwrap();
     std::fs::write(target.join("x"), b"x").unwrap();
-    let r = crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &target, WAIT);
+    let r = crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &target,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    );
     assert!(matches!(r, Err(Error::Input(_))));
     // An empty existing directory is fine.
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &empty, WAIT).unwrap();
+    crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &empty,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -459,13 +485,24 @@ fn export_line_length_limit_at_and_past_bound() {
     let mut at = vec![b'x'; EXPORT_LINE_BYTES_MAX];
     at.push(b'\n');
     // At the bound the line is read (and then refused as not json).
-    let e = crate::log::export::import_jsonl(&mut at.as_slice(), "mem", &t.path().join("a"), WAIT)
-        .unwrap_err();
+    let e = crate::log::export::import_jsonl(
+        &mut at.as_slice(),
+        "mem",
+        &t.path().join("a"),
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("not an export line"), "{e}");
     let past = vec![b'x'; EXPORT_LINE_BYTES_MAX + 1];
-    let e =
-        crate::log::export::import_jsonl(&mut past.as_slice(), "mem", &t.path().join("b"), WAIT)
-            .unwrap_err();
+    let e = crate::log::export::import_jsonl(
+        &mut past.as_slice(),
+        "mem",
+        &t.path().join("b"),
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("longer than"), "{e}");
 }
 
@@ -657,7 +694,14 @@ fn a_layout_1_ledger_is_read_and_migrated_by_export_and_import() {
     );
     // the migration: import the export
     let new = t.path().join("new");
-    crate::log::export::import_jsonl(&mut again.as_slice(), "mem", &new, WAIT).unwrap();
+    crate::log::export::import_jsonl(
+        &mut again.as_slice(),
+        "mem",
+        &new,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     let migrated = Ledger::open(&new, WAIT).unwrap();
     assert_eq!(migrated.layout(), Layout::Segments);
     let mut third = Vec::new();

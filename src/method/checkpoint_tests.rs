@@ -25,7 +25,14 @@ fn imported(name: &str) -> (tempfile::TempDir, Ledger) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ledger");
     let mut input = std::io::BufReader::new(std::fs::File::open(&src).unwrap());
-    crate::log::export::import_jsonl(&mut input, "test", &dir, Duration::ZERO).unwrap();
+    crate::log::export::import_jsonl(
+        &mut input,
+        "test",
+        &dir,
+        Duration::ZERO,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     let ledger = Ledger::open(&dir, Duration::ZERO).unwrap();
     (tmp, ledger)
 }
