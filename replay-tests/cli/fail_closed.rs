@@ -269,3 +269,159 @@ fn a_cut_export_is_refused_and_imports_only_when_stated_as_untrailed() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(other.ok(&["export", "--jsonl"]).stdout, export);
 }
+
+/// The temporary names (`.{name}.{tag}-...`) beside `target`.
+fn leftovers(target: &Path) -> Vec<String> {
+    let name = target.file_name().unwrap().to_string_lossy().to_string();
+    std::fs::read_dir(target.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|f| f.starts_with(&format!(".{name}.")))
+        .collect()
+}
+
+/// An import reading the export from a pipe, started but not yet fed its
+/// last lines: returns the child once its staging ledger exists.
+fn slow_import(h: &Harness, head: &str) -> std::process::Child {
+    let mut child = h
+        .cmd()
+        .args(["import", "--jsonl", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(head.as_bytes())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !leftovers(&h.ledger())
+        .iter()
+        .any(|f| f.contains(".importing-"))
+    {
+        assert!(Instant::now() < deadline, "no staging ledger appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Waits at most 20 s for `child` to end on its own.
+fn wait_for(mut child: std::process::Child) -> Run {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap().into()
+}
+
+fn an_export(records: usize) -> String {
+    let h = Harness::new();
+    h.init();
+    for i in 1..records {
+        h.ok(&["note", &format!("n{i}")]);
+    }
+    h.ok(&["export", "--jsonl"]).stdout
+}
+
+#[test]
+fn an_interrupted_import_removes_its_staging_ledger() {
+    // Issue 29 item 16: temporary names are cleaned on interrupt.
+    let export = an_export(6);
+    let lines: Vec<&str> = export.lines().collect();
+    let h = Harness::new();
+    let mut child = slow_import(&h, &format!("{}\n", lines[..3].join("\n")));
+    let pid = child.id().to_string();
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    std::thread::sleep(Duration::from_millis(300)); // the handler has run
+                                                    // The rest arrives after the signal (if the import still reads): it
+                                                    // must stop, not finish.
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(format!("{}\n", lines[3..].join("\n")).as_bytes());
+    let r = wait_for(child);
+    drop(stdin);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("interrupted"), "{}", r.stderr);
+    assert_eq!(
+        leftovers(&h.ledger()),
+        Vec::<String>::new(),
+        "the staging ledger is removed on interrupt"
+    );
+    assert!(!h.ledger().exists());
+}
+
+#[test]
+fn a_second_import_into_the_same_target_keeps_nothing_and_says_why() {
+    // Issue 29 item 16: two imports into one directory.
+    let export = an_export(6);
+    let lines: Vec<&str> = export.lines().collect();
+    let h = Harness::new();
+    let mut slow = slow_import(&h, &format!("{}\n", lines[..3].join("\n")));
+    let file = h.path("e.jsonl");
+    std::fs::write(&file, &export).unwrap();
+    h.ok(&["import", "--jsonl", file.to_str().unwrap()]);
+    use std::io::Write;
+    let mut stdin = slow.stdin.take().unwrap();
+    stdin
+        .write_all(format!("{}\n", lines[3..].join("\n")).as_bytes())
+        .unwrap();
+    drop(stdin);
+    let r = wait_for(slow);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("filled by another process"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(leftovers(&h.ledger()), Vec::<String>::new());
+    h.ok(&["verify"]);
+    assert_eq!(h.ok(&["export", "--jsonl"]).stdout, export);
+}
+
+#[test]
+fn export_never_touches_another_file_and_leftovers_of_a_dead_process_go() {
+    // Issue 29 item 16: unique temporary names, cleaned at the next start.
+    let h = Harness::new();
+    h.init();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let unrelated = h.path("a.partial");
+    std::fs::write(&unrelated, "someone else's file").unwrap();
+    let stale_export = h.path(&format!(".a.jsonl.partial-{dead}-00112233445566ff"));
+    std::fs::write(&stale_export, "left by a killed export").unwrap();
+    let out = h.path("a.jsonl");
+    h.ok(&["export", "--jsonl", "-o", out.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(&unrelated).unwrap(),
+        "someone else's file",
+        "export -o a.jsonl never writes a.partial"
+    );
+    assert!(
+        !stale_export.exists(),
+        "a dead export's partial file is removed"
+    );
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+    let copy = Harness::new();
+    let stale_import = copy.path(&format!(".ledger.importing-{dead}-00112233445566ff"));
+    std::fs::create_dir_all(stale_import.join("sled")).unwrap();
+    copy.ok(&["import", "--jsonl", out.to_str().unwrap()]);
+    assert!(
+        !stale_import.exists(),
+        "a dead import's staging ledger is removed"
+    );
+    assert_eq!(leftovers(&copy.ledger()), Vec::<String>::new());
+}

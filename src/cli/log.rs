@@ -1,6 +1,7 @@
 //! Verbs on the log itself: `init`, `verify`, `head`, `log`, `import`,
 //! `note`.
 
+use crate::cli::interrupt::Interruptible;
 use crate::cli::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -305,16 +306,20 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
     } else {
         crate::log::export::TrailerRule::Required
     };
+    // Ctrl-C ends the read, and the import removes its staging ledger.
+    let interrupt = crate::cli::interrupt::Interrupt::install();
     let head = if a.jsonl.as_os_str() == "-" {
         let progress = Progress::bytes("import", None);
-        let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
+        let stdin = Interruptible::new(std::io::stdin().lock(), &interrupt);
+        let mut input = CountingReader::new(stdin, &progress);
         crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule)?
     } else {
         let (file, size) =
             crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;
         let size = Some(size);
         let progress = Progress::bytes("import", size);
-        let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
+        let file = Interruptible::new(std::io::BufReader::new(file), &interrupt);
+        let mut input = CountingReader::new(file, &progress);
         crate::log::export::import_jsonl(&mut input, &source, dir, wait, rule)?
     };
     if a.json {

@@ -16,6 +16,7 @@ mod gate;
 mod group;
 mod identity;
 mod ingest;
+mod interrupt;
 mod lineage;
 mod log;
 mod manifest;

@@ -173,6 +173,22 @@ pub fn import_jsonl(
     lock_wait: Duration,
     trailer: TrailerRule,
 ) -> Result<Head> {
+    check_target_empty(dir)?;
+    // What an import killed before it could clean up left (issue 29).
+    crate::log::staging::remove_stale(dir, STAGING_TAG);
+    let staging = crate::log::staging::temp_beside(dir, STAGING_TAG)?;
+    let result = build(input, source, &staging, lock_wait, trailer)
+        .and_then(|head| move_into_place(&staging, dir).map(|()| head));
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// The tag of an import's staging directory (`.{target}.importing-...`).
+pub const STAGING_TAG: &str = "importing";
+
+fn check_target_empty(dir: &Path) -> Result<()> {
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
             .map_err(|e| Error::io(format!("read {}", dir.display()), e))?
@@ -185,42 +201,34 @@ pub fn import_jsonl(
             )));
         }
     }
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = dir
-        .file_name()
-        .ok_or_else(|| Error::input(format!("import target {} has no name", dir.display())))?;
-    let staging = parent.join(format!(
-        ".{}.importing-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .map_err(|e| Error::io(format!("remove {}", staging.display()), e))?;
-    }
-    let result = build(input, source, &staging, lock_wait, trailer);
-    match result {
-        Ok(head) => {
-            if dir.exists() {
-                std::fs::remove_dir(dir)
-                    .map_err(|e| Error::io(format!("remove empty {}", dir.display()), e))?;
-            }
-            std::fs::rename(&staging, dir).map_err(|e| {
-                Error::io(
-                    format!("rename {} to {}", staging.display(), dir.display()),
-                    e,
-                )
-            })?;
-            Ok(head)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Err(e)
+    Ok(())
+}
+
+/// Renames a built staging ledger onto `dir` (absent or empty). Another
+/// process that filled `dir` meanwhile (a second import) is bad input:
+/// nothing of this import is kept.
+fn move_into_place(staging: &Path, dir: &Path) -> Result<()> {
+    let filled = || {
+        Error::input(format!(
+            "import target {} was filled by another process while this import ran; nothing of this import was kept",
+            dir.display()
+        ))
+    };
+    if dir.exists() {
+        check_target_empty(dir).map_err(|_| filled())?;
+        match std::fs::remove_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => return Err(filled()),
+            Err(e) => return Err(Error::io(format!("remove empty {}", dir.display()), e)),
         }
     }
+    std::fs::rename(staging, dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => filled(),
+        _ => Error::io(
+            format!("rename {} to {}", staging.display(), dir.display()),
+            e,
+        ),
+    })
 }
 
 /// Checks a trailer line against the records read before it.
