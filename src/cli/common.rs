@@ -4,7 +4,7 @@
 
 use crate::cli::out::outln;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -75,7 +75,7 @@ pub(crate) fn announce(done: &[Appended]) {
 
 /// A whole text file of at most `TEXT_INPUT_FILE_BYTES_MAX` bytes (a
 /// manifest, a key, a note): a regular file only.
-pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
+pub(crate) fn read_text(path: &Path) -> anyhow::Result<String> {
     let bytes = crate::error::read_regular(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
     String::from_utf8(bytes)
         .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
@@ -182,7 +182,8 @@ pub(crate) fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
     Ok((bytes, h.finalize().to_hex().to_string()))
 }
 
-pub(crate) fn hash_file(path: &PathBuf) -> anyhow::Result<(String, String)> {
+pub(crate) fn hash_file(path: impl AsRef<Path>) -> anyhow::Result<(String, String)> {
+    let path = path.as_ref();
     let bytes = crate::error::read_regular(path, crate::limits::SCANNED_FILE_BYTES_MAX)?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
         for (i, line) in text.lines().enumerate() {

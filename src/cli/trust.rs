@@ -22,7 +22,7 @@ use crate::method::projections::State;
 /// it); warns when others may read it.
 pub(crate) fn read_signer_key(path: &Path) -> anyhow::Result<SignerKey> {
     use std::os::unix::fs::PermissionsExt;
-    let text = read_text(&path.to_path_buf())?;
+    let text = read_text(path)?;
     let key = SignerKey::parse(text.trim_end_matches('\n'))
         .map_err(|e| Error::input(format!("{}: not a signer key: {e}", path.display())))?;
     if let Ok(meta) = std::fs::metadata(path) {
@@ -49,7 +49,7 @@ pub(crate) fn parse_vkey(arg: &str) -> anyhow::Result<VerifierKey> {
 
 /// Reads a signed note file.
 pub(crate) fn read_note(path: &Path) -> anyhow::Result<String> {
-    let text = read_text(&path.to_path_buf())?;
+    let text = read_text(path)?;
     SignedNote::parse(&text).map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
     Ok(text)
 }
