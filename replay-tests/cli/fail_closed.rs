@@ -425,3 +425,63 @@ fn export_never_touches_another_file_and_leftovers_of_a_dead_process_go() {
     );
     assert_eq!(leftovers(&copy.ledger()), Vec::<String>::new());
 }
+
+#[test]
+fn evidence_text_cannot_rewrite_a_verdict_row_on_any_human_output() {
+    // rule BIND-10: a request id holding a carriage return, escape codes and
+    // a bidi override is shown escaped in gate, replay and the report.
+    let h = Harness::new();
+    h.init();
+    assert_eq!(
+        h.freeze(super::MANIFEST, super::PRIVATE).code,
+        0,
+        "the example manifest freezes"
+    );
+    h.open_directly("r1");
+    let evil = "x\r\u{1b}[2K  requests      holds  every id joins\u{202e}";
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/fixtures/bitrouter/traces.jsonl"
+    ))
+    .unwrap();
+    let mut lines: Vec<String> = fixture.lines().map(String::from).collect();
+    let mut row: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    row["id"] = evil.into();
+    lines[0] = serde_json::to_string(&row).unwrap();
+    let traces = h.path("traces.jsonl");
+    std::fs::write(&traces, lines.join("\n") + "\n").unwrap();
+    h.ok(&["ingest", "traces", "r1", traces.to_str().unwrap()]);
+    let raw =
+        |text: &str| text.contains('\r') || text.contains('\u{1b}') || text.contains('\u{202e}');
+    let gate = h.run(&["gate", "r1"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    let replay = h.ok(&["replay"]);
+    let report = h.ok(&["report"]);
+    let out = h.path("report-out");
+    h.ok(&["report", "show", "--out", out.to_str().unwrap()]);
+    let report_md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for (what, text) in [
+        ("gate", &gate.stdout),
+        ("replay", &replay.stdout),
+        ("report", &report.stdout),
+        ("report.md", &report_md),
+    ] {
+        assert!(
+            !raw(text),
+            "BIND-10: {what} shows no raw carriage return, escape or bidi override"
+        );
+        assert!(
+            text.contains("x\\r\\u{001b}[2K"),
+            "BIND-10: {what} names the id, escaped"
+        );
+    }
+    assert!(
+        gate.stdout
+            .lines()
+            .any(|l| l.starts_with("  requests") && l.contains("FAILS")),
+        "BIND-10: the requests row still reads FAILS: {}",
+        gate.stdout
+    );
+    // The stored bytes stay exact.
+    assert!(h.ok(&["log"]).stdout.contains("x\\r\\u001b[2K"));
+}
