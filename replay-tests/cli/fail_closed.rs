@@ -485,3 +485,97 @@ fn evidence_text_cannot_rewrite_a_verdict_row_on_any_human_output() {
     // The stored bytes stay exact.
     assert!(h.ok(&["log"]).stdout.contains("x\\r\\u001b[2K"));
 }
+
+/// Appends, as an older build could, a checkpoint of the whole log signed
+/// by `key_file`; returns its seq.
+fn append_checkpoint_signed_by(h: &Harness, key_file: &str) -> u64 {
+    use benchledger::log::tlog::{sign_note, Checkpoint, SignerKey};
+    use benchledger::schema::events::{CheckpointRecorded, Event};
+    let key = SignerKey::parse(std::fs::read_to_string(h.path(key_file)).unwrap().trim()).unwrap();
+    let (origin, size, root) = {
+        let ledger =
+            benchledger::log::ledger::Ledger::open(&h.ledger(), Duration::from_secs(10)).unwrap();
+        let derived = benchledger::log::tree::derive(&ledger).unwrap();
+        let made = (derived.origin.clone(), derived.size(), derived.root());
+        derived.discard();
+        made
+    };
+    let checkpoint = Checkpoint::new(&origin, size, root).unwrap();
+    let note = sign_note(&checkpoint.body(), &[&key]).unwrap();
+    super::cases::append(
+        h,
+        vec![Event::CheckpointRecorded(CheckpointRecorded {
+            origin,
+            tree_size: size,
+            root: hex::encode(root),
+            note: Some(note),
+            signer: Some(key.verifier().encode()),
+            sealed: None,
+        })],
+    );
+    h.ok(&["head", "--json"]).json()["head_seq"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_checkpoint_signer_the_manifest_does_not_list_never_counts() {
+    // rule TRUST-5
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.freeze(super::MANIFEST, super::PRIVATE).code, 0);
+    let alice = h.example_key("alice"); // the example manifest's operator
+    h.ok(&["key", "generate", "mallory"]);
+    let before = h.head_bytes();
+    let r = h.run(&["checkpoint", "sign", "--key", "mallory.key"]);
+    assert_eq!(
+        r.code, 3,
+        "TRUST-5: checkpoint sign refuses an unlisted key: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("TRUST-5") && r.stderr.contains("mallory"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+    h.ok(&["checkpoint", "sign", "--key", &alice]);
+    let listed = h.ok(&["head", "--json"]).json()["head_seq"]
+        .as_u64()
+        .unwrap();
+    h.ok(&["verify"]);
+    let forged = append_checkpoint_signed_by(&h, "mallory.key");
+    let v = h.run(&["verify"]);
+    assert_eq!(
+        v.code, 1,
+        "TRUST-5: verify fails on an unlisted signer: {}",
+        v.stdout
+    );
+    assert!(
+        format!("{}{}", v.stdout, v.stderr).contains(&format!("seq {forged}"))
+            && format!("{}{}", v.stdout, v.stderr).contains("TRUST-5"),
+        "{} {}",
+        v.stdout,
+        v.stderr
+    );
+    let show = h.ok(&["checkpoint", "show", "--json"]).json();
+    assert_eq!(
+        show["seq"].as_u64(),
+        Some(listed),
+        "TRUST-5: checkpoint show presents the listed operator's checkpoint, not mallory's"
+    );
+    for args in [
+        vec!["report", "--format", "json"],
+        vec!["export", "--redacted", "bundle"],
+    ] {
+        let r = h.run(&args);
+        assert!(
+            r.code != 0 && !r.stdout.contains("mallory"),
+            "TRUST-5: {args:?} never presents mallory's checkpoint: {} {}",
+            r.code,
+            r.stderr
+        );
+        assert!(r.stderr.contains("TRUST-5"), "{args:?}: {}", r.stderr);
+    }
+    assert!(!h.path("bundle").exists());
+}

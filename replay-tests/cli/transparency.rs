@@ -904,13 +904,15 @@ fn a_report_without_a_signed_checkpoint_says_so_and_a_later_one_covers_every_sea
     let bundle = h.path("bundle");
     h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
     assert!(!bundle.join("transparency").exists());
-    // A checkpoint signed after every seal covers all four.
-    let vkey = vkey_of(&h.ok(&["key", "generate", "op"]));
-    h.ok(&["checkpoint", "sign", "--key", "op.key"]);
+    // A checkpoint signed after every seal covers all four; only the
+    // frozen operator's key signs one (TRUST-5).
+    let vkey = benchledger::testkit::examples::signer("alice").verifier();
+    let alice = h.example_key("alice");
+    h.ok(&["checkpoint", "sign", "--key", &alice]);
     let j = h.ok(&["report", "--format", "json"]).json();
     let t = &j["transparency"];
     let size = t["checkpoint"]["tree_size"].as_u64().unwrap();
-    assert_eq!(t["checkpoint"]["signer"], "op");
+    assert_eq!(t["checkpoint"]["signer"], "alice");
     let seals = t["seals"].as_array().unwrap();
     assert_eq!(seals.len(), 4, "{t}");
     for seal in seals {

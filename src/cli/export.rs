@@ -196,7 +196,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
         path: "ledger.jsonl".into(),
         bytes: export,
     });
-    let signed = signed_head(&ledger)?;
+    let signed = signed_head(&ledger, &state)?;
     files.extend(transparency_files(signed.as_ref()));
     for l in state.lineages.values() {
         let name = safe_name(&l.frozen.lineage);

@@ -172,6 +172,8 @@ crate::schema::named::named_enum! {
         Trust3 = "TRUST-3",
         /// Trust: published reports carry their checkpoint.
         Trust4 = "TRUST-4",
+        /// Trust: only listed operator keys sign checkpoints that count.
+        Trust5 = "TRUST-5",
         /// Ledger: append-only.
         Ledger1 = "LEDGER-1",
         /// Ledger: idempotency keys.
