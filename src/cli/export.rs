@@ -377,7 +377,7 @@ fn export_to_file(
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .with_context(|| format!("create {}", tmp.display()))?;
+            .with_context(|| format!("write {} (through {})", path.display(), tmp.display()))?;
         let file = crate::cli::interrupt::Interruptible::new(file, &interrupt);
         let mut w = LineCountingWriter::new(BufWriter::new(file), progress);
         let head = crate::log::export::export_jsonl_trailed(ledger, &mut w)?;
