@@ -59,6 +59,11 @@ pub enum Error {
     /// Stored bytes that do not verify (damage, corruption, tampering).
     #[error("ledger damage: {0}")]
     Damage(String),
+    /// A check of something given to the ledger (a checkpoint note, a
+    /// proof) does not hold against it: exit 1 like damage, but the ledger
+    /// itself is not damaged, so it is not called that.
+    #[error("{0}")]
+    NotHeld(String),
     /// The writer lock could not be taken within the wait.
     #[error("ledger {dir} is locked by another process; waited {waited_ms} ms (raise --lock-timeout to wait longer)")]
     LockTimeout {
@@ -100,7 +105,7 @@ impl Error {
         match self {
             Error::Input(_) => ExitClass::BadInput,
             Error::Refused { .. } => ExitClass::Refused,
-            Error::Damage(_) => ExitClass::CheckFailed,
+            Error::Damage(_) | Error::NotHeld(_) => ExitClass::CheckFailed,
             Error::LockTimeout { .. } | Error::HeadMoved { .. } | Error::Io { .. } => {
                 ExitClass::Environment
             }

@@ -579,3 +579,182 @@ fn a_checkpoint_signer_the_manifest_does_not_list_never_counts() {
     }
     assert!(!h.path("bundle").exists());
 }
+
+#[test]
+fn init_on_a_regular_file_is_bad_input_not_the_environment() {
+    // Issue 29 item 17: exit 2 (bad input), naming the path.
+    let h = Harness::new();
+    std::fs::write(h.path("plain"), "not a directory\n").unwrap();
+    for ledger in [h.path("plain"), h.path("plain/ledger")] {
+        let r: Run = h.cmd_at(&ledger).arg("init").output().unwrap().into();
+        assert_eq!(r.code, 2, "{}: {}", ledger.display(), r.stderr);
+        assert!(
+            r.stderr.contains(&h.path("plain").display().to_string()),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(h.path("plain")).unwrap(),
+        "not a directory\n"
+    );
+}
+
+#[test]
+fn verify_json_on_store_damage_is_one_json_document() {
+    // Issue 29 item 17: the store cannot be opened; --json still answers.
+    let h = Harness::new();
+    h.init();
+    for i in 0..3 {
+        h.ok(&["note", &format!("n{i}")]);
+    }
+    let conf = h.ledger().join("sled").join("conf");
+    let mut b = std::fs::read(&conf).unwrap();
+    b[15] ^= 0x01; // a digit of the segment size
+    std::fs::write(&conf, &b).unwrap();
+    let v = h.run(&["verify", "--json"]);
+    assert_eq!(v.code, 1, "{}", v.stderr);
+    let doc = v.json();
+    assert_eq!(doc["ok"], false, "{doc}");
+    assert_eq!(doc["damage"], "storage_unreadable", "{doc}");
+    assert!(doc["detail"].as_str().unwrap().contains("damage"), "{doc}");
+}
+
+#[test]
+fn a_piped_stderr_gets_no_colour_codes() {
+    // Issue 29 item 17: ANSI colour only on a terminal.
+    use std::os::unix::fs::PermissionsExt;
+    let h = Harness::new();
+    h.init();
+    std::fs::set_permissions(h.ledger(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r: Run = h
+        .cmd()
+        .env("RUST_LOG", "info")
+        .arg("head")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("expected 0700"),
+        "the warning is logged: {}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains('\u{1b}'),
+        "no escape codes on a pipe: {:?}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_unknown_group_is_the_same_refusal_on_every_verb() {
+    // rule LINEAGE-1; issue 29 item 17: gate exited 2, ingest 3.
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.freeze(super::MANIFEST, super::PRIVATE).code, 0);
+    let traces = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/fixtures/bitrouter/traces.jsonl"
+    );
+    let before = h.head_bytes();
+    for args in [
+        vec!["gate", "r9"],
+        vec!["ingest", "traces", "r9", traces],
+        vec!["group", "close", "r9"],
+    ] {
+        let r = h.run(&args);
+        assert_eq!(r.code, 3, "LINEAGE-1: {args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("LINEAGE-1") && r.stderr.contains("not in the frozen target list"),
+            "LINEAGE-1: {args:?}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
+fn an_untrusted_note_is_not_called_ledger_damage() {
+    // Issue 29 item 17: the ledger is whole; the note is what fails.
+    let h = Harness::new();
+    h.init();
+    h.ok(&["note", "n1"]);
+    h.ok(&["key", "generate", "stranger"]);
+    let note = h.path("cp.note");
+    h.ok(&[
+        "checkpoint",
+        "sign",
+        "--key",
+        "stranger.key",
+        "-o",
+        note.to_str().unwrap(),
+    ]);
+    let r = h.run(&[
+        "prove",
+        "inclusion",
+        "1",
+        "--checkpoint",
+        note.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("no key trusted here"), "{}", r.stderr);
+    assert!(!r.stderr.contains("ledger damage"), "{}", r.stderr);
+    h.ok(&["verify"]);
+}
+
+#[test]
+fn the_registry_refusal_cites_its_rule_once() {
+    // rule REPORT-7, CLASS-2; issue 29 item 17: "(CLASS-2) (CLASS-2)".
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.freeze(super::MANIFEST, super::PRIVATE).code, 0);
+    let r = h.run(&["report", "registry"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("(CLASS-2)").count(), 1, "{}", r.stderr);
+}
+
+#[test]
+fn a_result_json_that_does_not_parse_or_is_a_link_is_named_as_such() {
+    // rule BIND-9; issue 29 item 17: never "a directory holding no trial
+    // result" for a result.json that is there.
+    let h = Harness::new();
+    h.init();
+    let pass = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+    ))
+    .unwrap();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    for (name, text) in [
+        ("bom", format!("\u{feff}{pass}")),
+        (
+            "duplicate",
+            "{\"trial_name\": \"a\", \"trial_name\": \"b\"}".to_string(),
+        ),
+        ("deep", format!("{{\"trial_name\": {deep}}}")),
+    ] {
+        let dir = h.path(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("result.json"), &text).unwrap();
+        let r = h.run(&["ingest", "harbor", "r1", dir.to_str().unwrap()]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("{name}/result.json")) && !r.stderr.contains("holding no"),
+            "BIND-9: {name}: the parse error names the file: {}",
+            r.stderr
+        );
+    }
+    let linked = h.path("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::fs::write(linked.join("trial.log"), "").unwrap();
+    std::fs::write(h.path("elsewhere.json"), &pass).unwrap();
+    std::os::unix::fs::symlink(h.path("elsewhere.json"), linked.join("result.json")).unwrap();
+    let r = h.run(&["ingest", "harbor", "r1", linked.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("linked/result.json") && r.stderr.contains("symbolic link"),
+        "BIND-9: a symlinked result.json is called a symbolic link: {}",
+        r.stderr
+    );
+}

@@ -288,6 +288,14 @@ pub struct JsonArg {
     pub json: bool,
 }
 
+/// A verb that needs a cargo feature this build was made without (Parquet):
+/// an environment failure (exit 4), like a missing AWS build, nothing
+/// appended or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+#[cfg_attr(feature = "parquet", allow(dead_code))]
+pub(crate) struct MissingFeature(pub(crate) String);
+
 /// A verb that needs the AWS gates in a build without them: an environment
 /// failure (exit 4), nothing appended.
 #[derive(Debug, thiserror::Error)]

@@ -348,7 +348,8 @@ pub fn run_export_parquet(
     #[cfg(not(feature = "parquet"))]
     {
         let _ = (cli, dir, append, wait);
-        Err(BadUsage(
+        // exit 4 as every verb a build lacks (`group open` without aws)
+        Err(crate::cli::common::MissingFeature(
             "this build has no Parquet writer (cargo feature `parquet`, on by default and left out by --no-default-features: `cargo build --release --no-default-features --features parquet`); `export --redacted DIR` writes the same request and case tables as CSV and JSON Lines".into(),
         )
         .into())

@@ -115,10 +115,15 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
         .group_names()
         .contains(&group.as_str())
     {
-        return Err(Error::input(format!(
-            "group {group:?} is not in the frozen target list {:?}",
-            l.frozen.manifest.public.group_names()
-        ))
+        // The same refusal as every verb that names a group (LINEAGE-1).
+        return Err(Error::Refused {
+            rule: crate::schema::rule::Rule::Lineage1,
+            message: format!(
+                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                l.frozen.manifest.public.group_names(),
+                l.frozen.lineage
+            ),
+        }
         .into());
     }
     let v = verdict::group_verdict(&state, l, &group);

@@ -210,6 +210,32 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// the Merkle tree (every checkpoint record, the node cache, and each
 /// `--against` note).
 pub(crate) fn run_verify(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    match verify_ledger(cli, a, wait) {
+        // Damage the store itself reports (it cannot be opened or read) is
+        // still a verify result: with --json, one JSON document says so.
+        Err(e) if a.json && is_damage(&e) => {
+            print_json(&json!({
+                "ok": false,
+                "records": null,
+                "head_seq": null,
+                "head_hash": null,
+                "first_bad_seq": null,
+                "damage": "storage_unreadable",
+                "detail": crate::schema::secrets::withhold(&format!("{e:#}")),
+            }))?;
+            Ok(ExitCode::from(ExitClass::CheckFailed.code()))
+        }
+        other => other,
+    }
+}
+
+/// Whether an error is ledger damage (exit 1).
+fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::Damage(_))))
+}
+
+fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let ledger = Ledger::open(dir, wait)?;
     let verifying = Progress::spinner("verify", "checking every link from seq 0");

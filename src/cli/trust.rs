@@ -171,7 +171,7 @@ pub(crate) fn open_checkpoint(
             .iter()
             .map(|s| format!("{}+{:08x}", s.name, s.key_id))
             .collect();
-        return Err(Error::Damage(format!(
+        return Err(Error::NotHeld(format!(
             "the note is signed by {} and by no key trusted here (the frozen operator keys, or --vkey)",
             names.join(", ")
         ))
@@ -181,12 +181,12 @@ pub(crate) fn open_checkpoint(
         TlogError::BadSignature { .. }
         | TlogError::NoKnownSignature
         | TlogError::RequiredKeyMissing { .. } => {
-            Error::Damage(format!("the checkpoint note does not verify: {e}"))
+            Error::NotHeld(format!("the checkpoint note does not verify: {e}"))
         }
         _ => Error::input(format!("not a checkpoint note: {e}")),
     })?;
     if verified.checkpoint.origin() != origin {
-        return Err(Error::Damage(format!(
+        return Err(Error::NotHeld(format!(
             "the checkpoint names the log {:?}, this ledger is {origin:?}",
             verified.checkpoint.origin()
         ))

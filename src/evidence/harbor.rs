@@ -850,12 +850,7 @@ pub fn read_reward_files(trial: &TrialDir) -> Result<Vec<RewardFile>> {
         let path = Path::new(&trial.path).join("verifier").join(name);
         match fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_file() => {}
-            Ok(_) => {
-                return Err(Error::input(format!(
-                    "{}: not a regular file",
-                    utf8_path(&path)?
-                )))
-            }
+            Ok(m) => return Err(not_regular(&path, &m)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
         }
@@ -1047,13 +1042,19 @@ fn is_trial_dir(dir: &Path) -> Result<bool> {
     let result = dir.join("result.json");
     if fs::metadata(&result).is_ok_and(|m| m.is_file()) {
         let bytes = read_bounded(&result, HARBOR_RESULT_BYTES_MAX)?;
-        if let Ok(loaded) = load_object(&bytes, &[]) {
-            if loaded.map.contains_key("trial_name") {
-                return Ok(true);
-            }
-            if loaded.map.contains_key("n_total_trials") {
-                return Ok(false);
-            }
+        // A result.json that does not parse (a BOM, duplicate keys, deep
+        // nesting) is named as such, never taken for a missing result.
+        let loaded = load_object(&bytes, &[]).map_err(|e| {
+            Error::input(format!(
+                "{}: not a result.json Harbor writes: {e}",
+                result.display()
+            ))
+        })?;
+        if loaded.map.contains_key("trial_name") {
+            return Ok(true);
+        }
+        if loaded.map.contains_key("n_total_trials") {
+            return Ok(false);
         }
     }
     if fs::symlink_metadata(dir.join("job.log")).is_ok() {
@@ -1149,6 +1150,23 @@ struct Entry {
     name: String,
     path: PathBuf,
     kind: Kind,
+}
+
+/// The refusal of a path in a harbor tree that is not a regular file,
+/// saying what it is (a symbolic link, a directory, ...).
+fn not_regular(p: &Path, m: &fs::Metadata) -> Error {
+    let t = m.file_type();
+    let what = if t.is_symlink() {
+        "a symbolic link (a harbor tree is read only through real files and directories)"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "a FIFO, device or socket"
+    };
+    Error::input(format!(
+        "{}: not a regular file: {what}",
+        p.to_string_lossy()
+    ))
 }
 
 fn utf8_path(p: &Path) -> Result<String> {
@@ -1258,10 +1276,7 @@ fn walk_trial(e: &Entry) -> Result<TrialDir> {
             let p = e.path.join(name);
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.file_type().is_file() => hash_file(&p, role, max).map(Some),
-                Ok(_) => Err(Error::input(format!(
-                    "{}: not a regular file",
-                    utf8_path(&p)?
-                ))),
+                Ok(m) => Err(not_regular(&p, &m)),
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(err) => Err(Error::io(format!("read {}", p.display()), err)),
             }
@@ -1949,7 +1964,7 @@ mod tests {
         std::fs::write(job.join("config.json"), "{}").unwrap();
         let err = walk_jobs(&job).unwrap_err().to_string();
         assert!(
-            err.ends_with("t__g-t1/result.json: not a regular file"),
+            err.ends_with("t__g-t1/result.json: not a regular file: a directory"),
             "{err}"
         );
         std::fs::remove_dir(job.join("t__g-t1/result.json")).unwrap();

@@ -79,12 +79,28 @@ pub struct Ledger {
 /// readable by others.
 fn prepare_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if !dir.exists() {
+    if let Ok(meta) = fs::metadata(dir) {
+        if !meta.is_dir() {
+            return Err(Error::input(format!(
+                "{} exists and is not a directory; a ledger is a directory",
+                dir.display()
+            )));
+        }
+    } else {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+            .map_err(|e| match e.kind() {
+                // a component of the path is a regular file: bad input
+                std::io::ErrorKind::NotADirectory | std::io::ErrorKind::AlreadyExists => {
+                    Error::input(format!(
+                        "cannot create the ledger directory {}: {e} (a part of the path is a file, not a directory)",
+                        dir.display()
+                    ))
+                }
+                _ => Error::io(format!("create {}", dir.display()), e),
+            })?;
     }
     let mode = fs::metadata(dir)
         .map_err(|e| Error::io(format!("stat {}", dir.display()), e))?
