@@ -758,3 +758,54 @@ fn a_result_json_that_does_not_parse_or_is_a_link_is_named_as_such() {
         r.stderr
     );
 }
+
+#[test]
+fn resume_reads_the_frozen_jobs_directory_and_refuses_another() {
+    // rule BIND-9, CASE-4
+    let h = Harness::new();
+    h.init();
+    let jobs = h.path("jobs");
+    let manifest = super::MANIFEST.replace(
+        "jobs_dir = \"/srv/bench/short13-kimi-2026-11/jobs\"",
+        &format!("jobs_dir = \"{}\"", jobs.display()),
+    );
+    assert_ne!(manifest, super::MANIFEST);
+    assert_eq!(h.freeze(&manifest, super::PRIVATE).code, 0);
+    std::fs::create_dir_all(
+        jobs.join("short13-kimi-2026-11-canary-1")
+            .join("hello-world__canary-1-c1"),
+    )
+    .unwrap();
+    let empty = h.path("any-empty-dir");
+    std::fs::create_dir_all(&empty).unwrap();
+    let before = h.head_bytes();
+    let r = h.run(&[
+        "resume",
+        "canary-1",
+        "--harbor-jobs",
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 3, "BIND-9: another path is refused: {}", r.stderr);
+    assert!(
+        r.stderr.contains("BIND-9") && r.stderr.contains(&jobs.display().to_string()),
+        "BIND-9: the refusal names the frozen directory: {}",
+        r.stderr
+    );
+    for args in [
+        vec!["resume", "canary-1", "--json"],
+        vec![
+            "resume",
+            "canary-1",
+            "--harbor-jobs",
+            jobs.to_str().unwrap(),
+            "--json",
+        ],
+    ] {
+        let j = h.ok(&args).json();
+        assert!(
+            !j["launchable"].as_array().unwrap().iter().any(|c| c == "hello-world/c1"),
+            "CASE-4: {args:?}: a case with a trial directory in the frozen jobs directory never launches: {j}"
+        );
+    }
+    assert_eq!(h.head_bytes(), before);
+}
