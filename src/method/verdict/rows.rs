@@ -193,7 +193,7 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
         .collect();
     named.extend(ctx.group_state.leaks.iter().map(|(at, f)| {
         format!(
-            "{} seq {}: {} field {} quotes a credential of shape {} ({})",
+            "{} seq {}: {} field {} quotes a {} ({})",
             Rule::Bind8,
             at.seq,
             f.file,
