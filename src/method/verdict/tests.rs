@@ -167,6 +167,50 @@ fn a_missing_cache_price_is_unknown_unless_the_fallback_is_declared() {
 }
 
 #[test]
+fn a_receipt_on_an_unpriced_route_is_not_settlement_evidence() {
+    // rule SETTLE-3, SETTLE-5: the economy route has no cache price and no
+    // fallback; 1,000 cache-read tokens cannot be cross-checked, so a
+    // computed receipt settles nothing, as the same request without it.
+    let mut r = RequestState {
+        traces: smallvec::smallvec![(1, trace("2026-11-20"))],
+        usage: smallvec::smallvec![(
+            2,
+            usage(
+                "ambient",
+                "qwen/qwen3-coder-30b",
+                buckets(100, 1000, 0, 100),
+                Some(380),
+            ),
+        )],
+        ..RequestState::default()
+    };
+    let without = settle_request(&manifest(), "r", &r);
+    assert_eq!(
+        without.state,
+        SettlementState::Unknown,
+        "SETTLE-3: {without:?}"
+    );
+    r.receipts.push((
+        3,
+        ReceiptObs {
+            state: ReceiptState::Computed,
+            final_charge_micro_usd: Some(380),
+        },
+    ));
+    let with = settle_request(&manifest(), "r", &r);
+    assert_eq!(
+        (with.state, with.charge_micro_usd),
+        (SettlementState::Unknown, None),
+        "SETTLE-5: a receipt the frozen prices cannot check is not settlement evidence: {with:?}"
+    );
+    let reason = with.reason.unwrap();
+    assert!(
+        reason.starts_with("authoritative_pricing_not_found") && reason.contains("SETTLE-3"),
+        "SETTLE-5: {reason}"
+    );
+}
+
+#[test]
 fn the_price_record_must_cover_the_request_date() {
     // rule SETTLE-8: the example prices start 2026-11-01.
     let mut r = strong_request(buckets(10, 0, 0, 0), Some(30));
