@@ -475,6 +475,41 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
 }
 
 #[test]
+fn an_extra_decision_by_commitment_is_named_by_its_request_id() {
+    // rule JOIN-1: the real daemon's decisions carry only the commitment (and
+    // an opaque invocation id); an extra one is named by the request id of
+    // the usage row it commits to, never only as `sha256:...`.
+    let mut g = policy_group(&[
+        ("trace-1", true, true, false),
+        ("no-trace", false, true, false),
+    ]);
+    for (i, id) in ["trace-1", "no-trace", "nowhere"].into_iter().enumerate() {
+        g.decisions.push((
+            100 + i as u64,
+            crate::method::projections::DecisionObs {
+                request_id: Some(format!("opaque-{i}").into()),
+                commitment: Some(crate::method::projections::Commitment::parse(
+                    &ingress_commitment(id),
+                )),
+                reason: "static_table".into(),
+                selected_tier: Some("economy".into()),
+                selected_model: Some("qwen/qwen3-coder-30b".into()),
+            },
+        ));
+    }
+    let j = joins(&manifest(), "r1", &g);
+    assert_eq!(j.decision_key, DecisionKey::Commitment);
+    assert_eq!(
+        j.extra_decisions,
+        vec![
+            "no-trace".to_string(),
+            format!("sha256:{}", ingress_commitment("nowhere"))
+        ],
+        "JOIN-1: the id where a record names it, the commitment where none does"
+    );
+}
+
+#[test]
 fn a_commitment_keeps_hex_as_bytes_and_anything_else_as_text() {
     // rule JOIN-2: the projection keeps 64 hex digits as 32 bytes (any case,
     // with or without the tag) and other text as recorded, lowercased.
