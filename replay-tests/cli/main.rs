@@ -2122,8 +2122,9 @@ mod verdicts {
         assert_eq!(r.code, 1);
         assert!(r.stdout.contains("rejected_join"), "{}", r.stdout);
         assert!(r.stdout.contains("requests      FAILS"), "{}", r.stdout);
+        // an unknown group is the LINEAGE-1 refusal, as on every verb
         let unknown = h.run(&["gate", "r9"]);
-        assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+        assert_eq!(unknown.code, 3, "{}", unknown.stderr);
     }
 
     #[test]
