@@ -591,8 +591,20 @@ fn push_trial(
         .into());
     }
     let l = state.lineage(Some(&g.lineage))?;
+    // The embedded TrialConfig and the trial's own config.json, each
+    // compared with the frozen rendering (BIND-1, BIND-11).
+    let own_file = harbor::read_trial_config_file(t)?;
     let differences = crate::method::trial_config::render_frozen(l, &g.group, case)
-        .map(|r| crate::schema::trial_content::differences(&r.config, &parsed.config))
+        .map(|r| {
+            let mut d = crate::schema::trial_content::differences(&r.config, &parsed.config);
+            if let Some(file) = &own_file {
+                d.extend(crate::schema::trial_content::own_config_differences(
+                    &r.config,
+                    file.as_ref().map_err(String::as_str),
+                ));
+            }
+            d
+        })
         .unwrap_or_default();
     let reward_files = harbor::read_reward_files(t)?;
     if let Some(result) = &t.result {

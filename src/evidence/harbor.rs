@@ -1332,6 +1332,22 @@ fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<File
 }
 
 /// Reads at most `max` bytes of `path`; a longer file is refused.
+/// The trial's own `config.json` as JSON (BIND-11), when the directory has
+/// one: `Ok(value)`, or `Err(why)` when it is not one JSON object (it is
+/// then a difference, never skipped).
+pub fn read_trial_config_file(
+    t: &TrialDir,
+) -> Result<Option<std::result::Result<serde_json::Value, String>>> {
+    let Some(config) = &t.config else {
+        return Ok(None);
+    };
+    let bytes = read_bounded(Path::new(&config.path), HARBOR_RESULT_BYTES_MAX)?;
+    Ok(Some(match load_object(&bytes, &[]) {
+        Ok(_) => serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }))
+}
+
 /// Reads at most `max` bytes of `path`, a regular file; a longer file, a
 /// FIFO or a device is refused.
 fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {

@@ -129,6 +129,23 @@ fn config_mismatch(
     launched_blake3: &str,
     r: &TrialResultRecordedV2,
 ) -> Option<Mismatch> {
+    // BIND-11: the trial's own config.json is compared like the embedded one.
+    let own: Vec<String> = r
+        .config_differences
+        .iter()
+        .filter_map(|d| d.strip_prefix(crate::schema::trial_content::OWN_CONFIG_FILE_PREFIX))
+        .map(str::to_string)
+        .collect();
+    if !own.is_empty() {
+        return Some(Mismatch {
+            kind: MismatchKind::Config,
+            detail: format!(
+                "the trial's own config.json is not the launched config: differs at {} ({})",
+                crate::method::verdict::name_some(&own),
+                crate::schema::rule::Rule::Bind11
+            ),
+        });
+    }
     let detail = if r.config_content_blake3.is_empty() {
         "the result was recorded without its TrialConfig's content (trial_result_recorded.v1)"
             .to_string()

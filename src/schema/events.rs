@@ -1201,7 +1201,9 @@ pub struct TrialResultRecordedV2 {
     /// by value (BIND-1); the same digest of the launched config must equal it.
     pub config_content_blake3: String,
     /// Field paths where the embedded TrialConfig's content differs from the
-    /// case's frozen rendering, as found at ingest (names only, never values).
+    /// case's frozen rendering, as found at ingest (names only, never values);
+    /// those prefixed `config.json: ` are where the trial's own config.json
+    /// differs from it (BIND-11).
     pub config_differences: Vec<String>,
     /// The verifier's reward files, in name order (BIND-2).
     pub reward_files: Vec<RewardFile>,

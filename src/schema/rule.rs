@@ -164,6 +164,13 @@ crate::schema::named::named_enum! {
         Bind8 = "BIND-8",
         /// Binding: paths are checked.
         Bind9 = "BIND-9",
+        /// Binding: untrusted text is inert on display.
+        Bind10 = "BIND-10",
+        /// Binding: every timestamp in the window, the trial's own config,
+        /// attempts, a second result.
+        Bind11 = "BIND-11",
+        /// Binding: a refused evidence file is kept.
+        Bind12 = "BIND-12",
         /// Trust: checkpoints.
         Trust1 = "TRUST-1",
         /// Trust: proofs.
@@ -174,6 +181,26 @@ crate::schema::named::named_enum! {
         Trust4 = "TRUST-4",
         /// Trust: only listed operator keys sign checkpoints that count.
         Trust5 = "TRUST-5",
+        /// Trust: witnesses and their quorum.
+        Trust6 = "TRUST-6",
+        /// Trust: an auditor keeps the largest checkpoint (no rollback).
+        Trust7 = "TRUST-7",
+        /// Trust: publication as tiles and proofs.
+        Trust8 = "TRUST-8",
+        /// Driver: every launch wave is a batch behind fresh gates.
+        Run1 = "RUN-1",
+        /// Driver: one driver per group (a lease).
+        Run2 = "RUN-2",
+        /// Driver: each launch records its process identity.
+        Run3 = "RUN-3",
+        /// Driver: every external command has a frozen deadline.
+        Run4 = "RUN-4",
+        /// Driver: what `run` records never depends on timing.
+        Run5 = "RUN-5",
+        /// Driver: a probe observes without recording.
+        Run6 = "RUN-6",
+        /// Driver: the ledger is folded once, then caught up.
+        Run7 = "RUN-7",
         /// Ledger: append-only.
         Ledger1 = "LEDGER-1",
         /// Ledger: idempotency keys.

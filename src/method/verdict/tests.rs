@@ -621,6 +621,51 @@ fn with_cleanup(found: Vec<FoundResource>, central: Option<&str>, peak: u64) -> 
     verdict_of(&w, "canary-1")
 }
 
+#[test]
+fn a_trial_config_file_edited_after_launch_invalidates_the_case() {
+    // rule BIND-11: the trial's own config.json is compared like the
+    // embedded TrialConfig; another model and a direct api_base in it make
+    // the case terminal_invalid and fail the manifest row.
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    let shape = crate::testkit::scenario::ResultShape {
+        own_config: true,
+        ..Default::default()
+    };
+    w.result_with("canary-1", &case, Some("1"), None, &shape);
+    let status = crate::method::binding::case_status(lineage(&w), "canary-1", &case);
+    assert_eq!(
+        status,
+        crate::method::projections::CaseStatus::TerminalInvalid,
+        "BIND-11: the case does not count"
+    );
+    let v = verdict_of(&w, "canary-1");
+    let manifest = row(&v, VerdictRow::Manifest);
+    assert!(
+        !manifest.holds
+            && manifest.evidence.contains("config.json")
+            && manifest.evidence.contains("agent.model_name"),
+        "BIND-11: the manifest row names the file and the field: {manifest:?}"
+    );
+    // The same result with an untouched config.json binds.
+    let mut w2 = World::new();
+    w2.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w2.open("canary-1").unwrap();
+    w2.start("canary-1", &case, None).unwrap();
+    w2.result("canary-1", &case, Some("1"), None);
+    assert_eq!(
+        crate::method::binding::case_status(lineage(&w2), "canary-1", &case),
+        crate::method::projections::CaseStatus::TerminalValid
+    );
+}
+
 fn found(resource: &str, id: &str) -> FoundResource {
     FoundResource {
         resource: resource.into(),
