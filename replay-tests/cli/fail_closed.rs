@@ -809,3 +809,62 @@ fn resume_reads_the_frozen_jobs_directory_and_refuses_another() {
     }
     assert_eq!(h.head_bytes(), before);
 }
+
+#[test]
+fn ingest_compares_the_trials_own_config_file_with_the_launch() {
+    // rule BIND-11: the file is hashed and compared, its differences
+    // recorded under `config.json: `.
+    let h = super::cases::ready_harness(1);
+    h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+    let cfg = h.path("c1.json");
+    h.ok(&[
+        "case",
+        "render-config",
+        "canary-1",
+        "hello-world/c1",
+        "-o",
+        cfg.to_str().unwrap(),
+    ]);
+    let launched: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let trial = h.path("jobs/short13-kimi-2026-11-canary-1/hello-world__canary-1-c1");
+    std::fs::create_dir_all(&trial).unwrap();
+    let mut result: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    result["trial_name"] = "hello-world__canary-1-c1".into();
+    result["task_name"] = "hello-world".into();
+    result["config"] = launched.clone();
+    std::fs::write(
+        trial.join("result.json"),
+        serde_json::to_vec(&result).unwrap(),
+    )
+    .unwrap();
+    let mut edited = launched;
+    edited["agent"]["model_name"] = "openai/gpt-5".into();
+    std::fs::write(
+        trial.join("config.json"),
+        serde_json::to_vec(&edited).unwrap(),
+    )
+    .unwrap();
+    h.ok(&["ingest", "harbor", "canary-1", trial.to_str().unwrap()]);
+    let log = h.ok(&["log"]).stdout;
+    let recorded = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kind"] == "trial_result_recorded.v2")
+        .expect("the result is recorded");
+    let differences = recorded["payload"]["config_differences"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        differences,
+        &vec![serde_json::Value::from("config.json: agent.model_name")],
+        "BIND-11: the embedded config is the launched one; the file's edit is recorded"
+    );
+}
