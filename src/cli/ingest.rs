@@ -621,13 +621,32 @@ fn push_trial(
         )?;
         push_leaks(batch, actor, g, &f.path, &bytes, out)?;
     }
+    // A second, different result for a trial already bound is kept under a
+    // key of its own (BIND-11); the method then judges the case invalid.
+    let bound = state
+        .lineage(Some(&g.lineage))?
+        .groups
+        .get(&g.group)
+        .and_then(|x| x.cases.get(case))
+        .and_then(|c| c.result.as_ref())
+        .map(|(_, r)| r.result_blake3.clone());
+    let second = bound.filter(|b| *b != parsed.result_blake3);
+    let mut key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
+    if second.is_some() {
+        key.push_str(&format!("/second:{}", &parsed.result_blake3[..32]));
+        eprintln!(
+            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count ({})",
+            t.path,
+            t.name,
+            Rule::Bind11
+        );
+    }
     let event = Event::TrialResultRecordedV2(Box::new(parsed.into_event_v2(
         g.clone(),
         case.clone(),
         differences,
         reward_files,
     )));
-    let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
     let done = batch
         .push(Draft {
             actor: actor.to_string(),

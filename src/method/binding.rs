@@ -405,6 +405,15 @@ pub fn judge(l: &LineageState, group: &str, case: &CaseRef) -> Judged {
     let Some((_, r)) = &c.result else {
         return out;
     };
+    // BIND-11: a second, different result for the trial (the ingest keeps
+    // only a different one) leaves no result to trust.
+    if let Some(seq) = c.result_seqs.get(1) {
+        out.why_invalid.push(format!(
+            "a second, different result was recorded at seq {seq} ({}, {})",
+            crate::schema::rule::Rule::Bind11,
+            crate::schema::rule::Rule::Bind2
+        ));
+    }
     if let Some(e) = r.exception_type.as_ref().filter(|e| !accepted.contains(e)) {
         out.why_invalid.push(format!("exception {e}"));
     }

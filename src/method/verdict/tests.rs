@@ -666,6 +666,47 @@ fn a_trial_config_file_edited_after_launch_invalidates_the_case() {
     );
 }
 
+#[test]
+fn a_second_different_result_for_a_bound_trial_invalidates_the_case() {
+    // rule BIND-11, BIND-2: kept, and the case no longer counts.
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    w.result("canary-1", &case, Some("1"), None);
+    let status = |w: &World| crate::method::binding::judge(lineage(w), "canary-1", &case);
+    assert_eq!(
+        status(&w).status,
+        crate::method::projections::CaseStatus::TerminalValid
+    );
+    let (_, first) = lineage(&w).groups["canary-1"].cases[&case]
+        .result
+        .clone()
+        .unwrap();
+    let mut second = first.clone();
+    second.rewards = Some([("reward".to_string(), "0".to_string())].into());
+    second.result_blake3 = "ab".repeat(32);
+    w.push(vec![Event::TrialResultRecordedV2(Box::new(second))]);
+    let judged = status(&w);
+    assert_eq!(
+        judged.status,
+        crate::method::projections::CaseStatus::TerminalInvalid,
+        "BIND-11: a second, different result leaves no result to trust"
+    );
+    assert!(
+        judged
+            .why_invalid
+            .iter()
+            .any(|w| w.contains("second, different result") && w.contains("BIND-11")),
+        "BIND-11: {judged:?}"
+    );
+}
+
 fn found(resource: &str, id: &str) -> FoundResource {
     FoundResource {
         resource: resource.into(),
