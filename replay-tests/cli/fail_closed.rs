@@ -868,3 +868,62 @@ fn ingest_compares_the_trials_own_config_file_with_the_launch() {
         "BIND-11: the embedded config is the launched one; the file's edit is recorded"
     );
 }
+
+#[test]
+fn ingest_records_every_timestamp_and_the_jobs_attempt_counts() {
+    // rule BIND-11: what the verdict checks is recorded with the result.
+    let h = super::cases::ready_harness(1);
+    h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+    let job = h.path("jobs/short13-job");
+    let trial = job.join("hello-world__canary-1-c1");
+    std::fs::create_dir_all(&trial).unwrap();
+    let mut result: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    result["trial_name"] = "hello-world__canary-1-c1".into();
+    result["task_name"] = "hello-world".into();
+    std::fs::write(
+        trial.join("result.json"),
+        serde_json::to_vec(&result).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(job.join("config.json"), "{\"n_attempts\": 2}").unwrap();
+    h.ok(&["ingest", "harbor", "canary-1", job.to_str().unwrap()]);
+    let facts = h
+        .ok(&["log"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["kind"] == "trial_facts_recorded.v1")
+        .expect("BIND-11: the result's facts are recorded");
+    let p = &facts["payload"];
+    assert_eq!(p["n_attempts"], 2, "BIND-11: {p}");
+    assert_eq!(p["trials_for_case"], 1, "BIND-11: {p}");
+    for path in [
+        "agent_execution.started_at",
+        "verifier.finished_at",
+        "started_at",
+    ] {
+        assert!(
+            p["times"][path].is_string(),
+            "BIND-11: {path} recorded: {p}"
+        );
+    }
+    assert!(
+        p["times"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.starts_with("config.")),
+        "the embedded TrialConfig is not a time source: {p}"
+    );
+    // Again: nothing more.
+    let before = h.head_bytes();
+    h.ok(&["ingest", "harbor", "canary-1", job.to_str().unwrap()]);
+    assert_eq!(h.head_bytes(), before);
+}

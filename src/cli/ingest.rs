@@ -553,6 +553,70 @@ fn push_job(
     Ok(())
 }
 
+/// A job's attempt counts (BIND-11): its config's `n_attempts` and how
+/// many of its trial directories map to each case identity.
+struct JobAttempts {
+    n_attempts: Option<u64>,
+    trials_for: std::collections::BTreeMap<crate::schema::events::CaseRef, u64>,
+}
+
+impl JobAttempts {
+    fn of(job: &harbor::HarborJob) -> crate::Result<JobAttempts> {
+        let mut trials_for = std::collections::BTreeMap::new();
+        for (_, _, case) in job.trials.iter().filter_map(|t| t.case.as_ref()) {
+            *trials_for.entry(case.clone()).or_insert(0) += 1;
+        }
+        Ok(JobAttempts {
+            n_attempts: harbor::job_n_attempts(job)?,
+            trials_for,
+        })
+    }
+}
+
+/// What a trial's result says besides its record: every timestamp and the
+/// job's attempt counts, in the same batch (BIND-11).
+fn push_trial_facts(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    g: &GroupRef,
+    t: &harbor::TrialDir,
+    attempts: &JobAttempts,
+) -> anyhow::Result<()> {
+    let (Some((_, trial_group, case)), Some(result)) = (&t.case, &t.result) else {
+        return Ok(());
+    };
+    if *trial_group != g.group {
+        return Ok(());
+    }
+    let bytes = crate::error::read_regular(
+        Path::new(&result.path),
+        crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+    )?;
+    let result_blake3 = crate::evidence::blake3_hex(&bytes);
+    let event = Event::TrialFactsRecorded(crate::schema::events::TrialFactsRecorded {
+        group: g.clone(),
+        case: case.clone(),
+        trial_name: t.name.clone(),
+        times: harbor::result_times(&bytes, &result.path)?,
+        n_attempts: attempts.n_attempts,
+        trials_for_case: attempts.trials_for.get(case).copied().unwrap_or(1),
+        result_blake3: result_blake3.clone(),
+    });
+    let key = format!(
+        "harbor-trial-facts:{}/{}/{}/{}",
+        g.lineage,
+        g.group,
+        t.name,
+        &result_blake3[..32]
+    );
+    batch.push(Draft {
+        actor: actor.to_string(),
+        event,
+        idempotency_key: Some(key),
+    })?;
+    Ok(())
+}
+
 /// One trial's `result.json`, bound to its started case (GATE-6, CASE-8),
 /// with its content compared with the case's launched config (BIND-1), its
 /// reward files (BIND-2) and its credential findings (BIND-8).
@@ -733,8 +797,10 @@ pub(crate) fn ingest_harbor_dir(
     let mut pushed = HarborPushed::default();
     for job in &tree.jobs {
         push_job(&mut batch, &cli.actor, &g, job, &mut pushed)?;
+        let attempts = JobAttempts::of(job)?;
         for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
             push_trial(&mut batch, &cli.actor, &state, &g, t, &mut pushed)?;
+            push_trial_facts(&mut batch, &cli.actor, &g, t, &attempts)?;
         }
     }
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();

@@ -1332,6 +1332,49 @@ fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<File
 }
 
 /// Reads at most `max` bytes of `path`; a longer file is refused.
+/// Every timestamp a TrialResult carries outside its embedded TrialConfig
+/// (BIND-11): each string member named `*_at` (`started_at`,
+/// `agent_execution.started_at`, `exception_info.occurred_at`, ...), by
+/// field path, as written. The nesting is the parser's (bounded).
+pub fn result_times(bytes: &[u8], shown: &str) -> Result<BTreeMap<String, String>> {
+    let loaded = load_object(bytes, &[]).map_err(|e| e.in_document(shown))?;
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(String, &serde_json::Map<String, serde_json::Value>)> =
+        vec![(String::new(), &loaded.map)];
+    while let Some((prefix, map)) = stack.pop() {
+        for (k, v) in map {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v {
+                serde_json::Value::Object(inner) if !(prefix.is_empty() && k == "config") => {
+                    stack.push((path, inner));
+                }
+                serde_json::Value::String(s) if k.ends_with("_at") => {
+                    out.insert(path, s.clone());
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `n_attempts` of a listed job's own `config.json`, when it has one
+/// that says it (BIND-11).
+pub fn job_n_attempts(job: &HarborJob) -> Result<Option<u64>> {
+    let Some(art) = job.artifacts.iter().find(|a| a.role == ROLE_JOB_CONFIG) else {
+        return Ok(None);
+    };
+    let bytes = read_bounded(Path::new(&art.path), HARBOR_RESULT_BYTES_MAX)?;
+    let loaded = load_object(&bytes, &[]).map_err(|e| e.in_document(&art.path))?;
+    Obj::root(&loaded.map)
+        .u64_opt("n_attempts")
+        .map_err(|e| e.in_document(&art.path))
+}
+
 /// The trial's own `config.json` as JSON (BIND-11), when the directory has
 /// one: `Ok(value)`, or `Err(why)` when it is not one JSON object (it is
 /// then a difference, never skipped).

@@ -74,6 +74,9 @@ crate::schema::named::named_enum! {
         Window = "window",
         /// A Harbor retry in the job's files: the `manifest` row (CASE-5).
         Retries = "retries",
+        /// More than one attempt of the case in its job (BIND-11): the
+        /// `manifest` row.
+        Attempts = "attempts",
     }
 }
 
@@ -238,6 +241,33 @@ fn window_mismatch(
     })
 }
 
+/// BIND-11: the job ran one attempt of the case (its config's `n_attempts`
+/// and its trial directories for the case). Nothing to check when the
+/// result's facts were not recorded (ledgers from before
+/// `trial_facts_recorded.v1`).
+fn attempts_mismatch(c: &CaseState) -> Option<Mismatch> {
+    let (_, f) = c.facts.as_ref()?;
+    let attempts = f
+        .n_attempts
+        .filter(|n| *n != 1)
+        .map(|n| format!("the job's n_attempts is {n}"));
+    let trials = (f.trials_for_case > 1).then(|| {
+        format!(
+            "{} trial directories of the job map to this case",
+            f.trials_for_case
+        )
+    });
+    let counts: Vec<String> = attempts.into_iter().chain(trials).collect();
+    (!counts.is_empty()).then(|| Mismatch {
+        kind: MismatchKind::Attempts,
+        detail: format!(
+            "one attempt per case ({}): {}",
+            crate::schema::rule::Rule::Bind11,
+            counts.join("; ")
+        ),
+    })
+}
+
 /// The Harbor retries a job's files show: (where, count) for each non-zero.
 pub fn job_retries(j: &HarborJobRecorded) -> Vec<String> {
     [
@@ -303,6 +333,7 @@ pub fn result_mismatches(l: &LineageState, group: &str, case: &CaseRef) -> Vec<M
         r,
     ));
     out.extend(window_mismatch(&rules, c, *started_at, *result_at, r));
+    out.extend(attempts_mismatch(c));
     out.extend(retries_mismatch(g, &r.trial_name));
     out
 }

@@ -395,8 +395,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            5,
-            "58233ee450b5d217b1688d400b315b704830399fdd73a0bcdac088f8927fde7f".to_string()
+            6,
+            "5873a5edc0c9ed91f88d9088ff093e3888407b2befe30c38cb1ef35b1908687a".to_string()
         ),
         "state layout changed"
     );

@@ -215,6 +215,10 @@ vocabulary! {
     /// A checkpoint of the log before this record: origin, tree size and
     /// Merkle root, signed or not (TRUST-1, TRUST-4).
     CheckpointRecorded(CheckpointRecorded) = "checkpoint_recorded.v1",
+    /// What a Harbor TrialResult says besides what its record keeps, in the
+    /// same batch: every timestamp it carries and the job's attempt counts
+    /// (BIND-11).
+    TrialFactsRecorded(TrialFactsRecorded) = "trial_facts_recorded.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -270,6 +274,30 @@ pub type NumberText = String;
 // ---------------------------------------------------------------------------
 // Genesis and notes
 // ---------------------------------------------------------------------------
+
+/// What a Harbor TrialResult says besides what `trial_result_recorded.v2`
+/// keeps (BIND-11): every timestamp it carries, by field path, and the
+/// attempt counts of the job it ran in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialFactsRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// The ledger case the result belongs to.
+    pub case: CaseRef,
+    /// Harbor's trial name (the directory name).
+    pub trial_name: String,
+    /// BLAKE3 of the result file the facts were read from, hex.
+    pub result_blake3: String,
+    /// Every timestamp of the result outside its embedded TrialConfig, by
+    /// field path (`started_at`, `agent_execution.started_at`,
+    /// `exception_info.occurred_at`), as written.
+    pub times: BTreeMap<String, String>,
+    /// The job configuration's `n_attempts`, when the job's `config.json`
+    /// says it.
+    pub n_attempts: Option<u64>,
+    /// How many trial directories of the job map to this case identity.
+    pub trials_for_case: u64,
+}
 
 /// The genesis payload: which ledger this is and what created it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

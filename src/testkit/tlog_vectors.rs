@@ -81,9 +81,13 @@ pub fn tlog_json() -> String {
         unreachable!("the vector chain starts with genesis")
     };
     let origin = crate::log::tree::origin_of(&genesis.ledger_id);
-    let last = chain.last().expect("the vector chain is not empty");
-    let Event::CheckpointRecorded(recorded) = &last.decoded.event else {
-        unreachable!("the vector chain ends with a checkpoint")
+    // The chain's signed checkpoint: the last checkpoint record (kinds
+    // added after it follow it in vocabulary order).
+    let Some((last, recorded)) = chain.iter().rev().find_map(|v| match &v.decoded.event {
+        Event::CheckpointRecorded(c) => Some((v, c)),
+        _ => None,
+    }) else {
+        unreachable!("the vector chain holds a checkpoint")
     };
     let head_note = signed(&origin, size, root_at(size));
     let inclusion_proofs = INCLUDED

@@ -707,6 +707,73 @@ fn a_second_different_result_for_a_bound_trial_invalidates_the_case() {
     );
 }
 
+/// A canary case with a bound result, and the facts of that result with
+/// `edit` applied (BIND-11).
+fn with_facts(edit: impl Fn(&mut crate::schema::events::TrialFactsRecorded)) -> World {
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    w.result("canary-1", &case, Some("1"), None);
+    let (_, r) = lineage(&w).groups["canary-1"].cases[&case]
+        .result
+        .clone()
+        .unwrap();
+    let mut facts = crate::schema::events::TrialFactsRecorded {
+        group: r.group.clone(),
+        case: case.clone(),
+        trial_name: r.trial_name.clone(),
+        result_blake3: r.result_blake3.clone(),
+        times: [
+            ("started_at", r.started_at.clone().unwrap()),
+            ("finished_at", r.finished_at.clone().unwrap()),
+            ("agent_execution.started_at", r.started_at.clone().unwrap()),
+            ("exception_info.occurred_at", r.finished_at.clone().unwrap()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        n_attempts: Some(1),
+        trials_for_case: 1,
+    };
+    edit(&mut facts);
+    w.push(vec![Event::TrialFactsRecorded(facts)]);
+    w
+}
+
+#[test]
+fn a_job_of_more_than_one_attempt_never_binds() {
+    // rule BIND-11: n_attempts 2, or two trials for one case, fails the
+    // manifest row.
+    let c1 = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    for w in [
+        with_facts(|f| f.n_attempts = Some(2)),
+        with_facts(|f| f.trials_for_case = 2),
+    ] {
+        let j = crate::method::binding::judge(lineage(&w), "canary-1", &c1);
+        assert_eq!(
+            j.status,
+            crate::method::projections::CaseStatus::TerminalInvalid,
+            "BIND-11: {j:?}"
+        );
+        let v = verdict_of(&w, "canary-1");
+        let manifest = row(&v, VerdictRow::Manifest);
+        assert!(
+            !manifest.holds && manifest.evidence.contains("one attempt per case"),
+            "BIND-11: the manifest row names the attempts: {manifest:?}"
+        );
+    }
+}
+
 fn found(resource: &str, id: &str) -> FoundResource {
     FoundResource {
         resource: resource.into(),
