@@ -780,10 +780,9 @@ fn a_ledger_of_another_format_is_refused_naming_both_versions() {
     );
     // and the verified walk names it as a bad genesis
     let sealed = genesis_declaring(FORMAT_VERSION + 1);
-    let d = Walker::from_genesis()
-        .step(&0u64.to_be_bytes(), &sealed.value())
-        .err()
-        .expect("a walk refuses it");
+    let Err(d) = Walker::from_genesis().step(&0u64.to_be_bytes(), &sealed.value()) else {
+        panic!("a walk refuses it")
+    };
     assert_eq!(d.kind, DamageKind::BadGenesis);
     assert!(d.to_string().contains("format_version 2"), "{d}");
     // the format this build writes opens
