@@ -145,6 +145,7 @@ fn committed_chain_imports_and_verifies() {
         "chain.jsonl",
         &dir,
         Duration::from_secs(5),
+        benchledger::log::export::TrailerRule::Optional,
     )
     .unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
@@ -260,6 +261,7 @@ mod corpus {
             name,
             &dir,
             Duration::from_secs(5),
+            benchledger::log::export::TrailerRule::Optional,
         )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
         let ledger = Ledger::open(&dir, Duration::from_secs(5)).unwrap();

@@ -59,6 +59,11 @@ pub enum Error {
     /// Stored bytes that do not verify (damage, corruption, tampering).
     #[error("ledger damage: {0}")]
     Damage(String),
+    /// A check of something given to the ledger (a checkpoint note, a
+    /// proof) does not hold against it: exit 1 like damage, but the ledger
+    /// itself is not damaged, so it is not called that.
+    #[error("{0}")]
+    NotHeld(String),
     /// The writer lock could not be taken within the wait.
     #[error("ledger {dir} is locked by another process; waited {waited_ms} ms (raise --lock-timeout to wait longer)")]
     LockTimeout {
@@ -100,7 +105,7 @@ impl Error {
         match self {
             Error::Input(_) => ExitClass::BadInput,
             Error::Refused { .. } => ExitClass::Refused,
-            Error::Damage(_) => ExitClass::CheckFailed,
+            Error::Damage(_) | Error::NotHeld(_) => ExitClass::CheckFailed,
             Error::LockTimeout { .. } | Error::HeadMoved { .. } | Error::Io { .. } => {
                 ExitClass::Environment
             }
@@ -168,6 +173,77 @@ pub fn is_environment(e: &std::io::Error) -> bool {
         .is_some_and(|n| TOO_MANY_OPEN_FILES.contains(&n))
 }
 
+/// Opens a file the ledger reads (a manifest, a key, a note, an evidence
+/// file, an export) for reading: only a regular file of at most `max` bytes
+/// (symlinks followed). A FIFO, a device, a socket or a directory is refused
+/// at once (the open itself does not wait for a FIFO's writer), and so is a
+/// larger file; both are bad input (exit 2) naming the file and what it is.
+/// Every layer that reads a file goes through this, so the bound and the
+/// refusal are one; the caller names its bound (a `limits` constant).
+/// Returns the open file and its size.
+pub fn open_regular(path: &std::path::Path, max: u64) -> Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::input(format!("cannot read {shown}: {e}")),
+            _ if is_environment(&e) => Error::io(format!("open {shown}"), e),
+            _ => Error::input(format!("cannot read {shown}: {e}")),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(format!("stat {shown}"), e))?;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    };
+    if let Some(what) = what {
+        return Err(Error::input(format!(
+            "{shown}: {what}, not a regular file; benchledger reads only regular files"
+        )));
+    }
+    if meta.len() > max {
+        return Err(Error::input(format!(
+            "{shown}: {} bytes, longer than the limit of {max} bytes for this file",
+            meta.len()
+        )));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads a whole file through [`open_regular`]: a regular file of at most
+/// `max` bytes, read with the bound held even if the file grows meanwhile.
+pub fn read_regular(path: &std::path::Path, max: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, len) = open_regular(path, max)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes.len() as u64 > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes for this file while being read",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -204,6 +280,31 @@ mod tests {
         let other = Error::io("aws", "throttled".to_string());
         assert_eq!(other.io_kind(), Some(std::io::ErrorKind::Other));
         assert_eq!(other.source().unwrap().to_string(), "throttled");
+    }
+
+    #[test]
+    fn a_read_is_bounded_and_only_of_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"12345").unwrap();
+        assert_eq!(read_regular(&f, 5).unwrap(), b"12345", "at the bound");
+        let past = read_regular(&f, 4).unwrap_err();
+        assert_eq!(past.class(), ExitClass::BadInput);
+        assert!(
+            past.to_string()
+                .contains("longer than the limit of 4 bytes"),
+            "{past}"
+        );
+        for (path, what) in [
+            (std::path::PathBuf::from("/dev/zero"), "a character device"),
+            (dir.path().to_path_buf(), "a directory"),
+        ] {
+            let e = read_regular(&path, 1 << 30).unwrap_err();
+            assert_eq!(e.class(), ExitClass::BadInput);
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        let missing = read_regular(&dir.path().join("none"), 1).unwrap_err();
+        assert_eq!(missing.class(), ExitClass::BadInput, "{missing}");
     }
 
     #[test]

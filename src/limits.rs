@@ -88,3 +88,23 @@ pub const COMMAND_POLL_MS: u64 = 10;
 /// its cases' result files while it waits, in milliseconds (the default of
 /// `run --poll-ms`).
 pub const RUN_POLL_MS_DEFAULT: u64 = 200;
+// Issue 29
+
+/// Largest text file the CLI reads whole: a manifest, its private file, a
+/// signer or verifier key, a signed note, a sign-off note, an AWS private
+/// file, in bytes.
+pub const TEXT_INPUT_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
+/// Largest BitRouter evidence file (traces, decisions, usage, receipts,
+/// outcomes) `ingest` reads, in bytes: `INGEST_ROWS_PER_FILE_MAX` rows of a
+/// few KiB each, with room.
+pub const INGEST_FILE_BYTES_MAX: u64 = 64 * 1024 * 1024 * 1024;
+/// Largest file the CLI streams through BLAKE3 without keeping it (a
+/// launch's log, a TrialConfig given to `case start`), in bytes.
+pub const HASHED_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024 * 1024;
+/// Largest evidence file the CLI reads whole to hash and scan for
+/// credentials (`case refusal`, `case invalidate`), in bytes.
+pub const SCANNED_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Largest `export --jsonl` file `import` reads, in bytes: at most
+/// `APPEND_BATCH_RECORDS_MAX`-sized chunks of lines of at most
+/// `EXPORT_LINE_BYTES_MAX`, bounded as a whole.
+pub const IMPORT_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024 * 1024;

@@ -186,6 +186,7 @@ fn build_base(dir: &Path, notes: u64, bin: &Path) -> Result<(), String> {
         BASE,
         dir,
         Duration::from_secs(10),
+        benchledger::log::export::TrailerRule::Optional,
     )
     .map_err(|e| format!("import: {e:#}"))?;
     let ledger = Ledger::open(dir, Duration::from_secs(10)).map_err(|e| e.to_string())?;

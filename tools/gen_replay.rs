@@ -35,7 +35,7 @@ fn main() -> anyhow::Result<()> {
         let tmp = tempfile::tempdir()?;
         let ledger = world.write(&tmp.path().join("ledger"))?;
         let mut out = Vec::new();
-        let head = benchledger::log::export::export_jsonl(&ledger, &mut out)?;
+        let head = benchledger::log::export::export_jsonl_trailed(&ledger, &mut out)?;
         std::fs::write(root.join("ledgers").join(format!("{name}.jsonl")), &out)?;
         eprintln!(
             "{name}: {} records, head {}, {} bytes; refusals met: {:?}",

@@ -23,6 +23,8 @@ mod checkpoint;
 #[cfg(not(feature = "aws"))]
 #[path = "driver.rs"]
 mod driver;
+#[path = "fail_closed.rs"]
+mod fail_closed;
 #[path = "harbor_trees.rs"]
 mod harbor_trees;
 #[path = "pipes.rs"]
@@ -1659,15 +1661,25 @@ mod ingest {
             .json();
         assert_eq!(again["appended"], 0);
         assert_eq!(h.head_bytes(), before);
-        // A changed result for the recorded trial: a conflict.
+        // A changed result for the recorded trial: kept, and the case no
+        // longer counts (BIND-11); again, nothing more is appended.
         let changed = harbor_tree(&h, "jobs2", "hello-world__canary-1-c1", |v| {
             v["verifier_result"]["rewards"]["reward"] = json!(0.0)
         });
-        h.refused(
-            &["ingest", "harbor", "canary-1", changed.to_str().unwrap()],
-            3,
-            "different result.json",
-        );
+        let before = h.head_bytes();
+        let r = h.ok(&["ingest", "harbor", "canary-1", changed.to_str().unwrap()]);
+        assert!(r.stderr.contains("BIND-11"), "{}", r.stderr);
+        assert_ne!(h.head_bytes(), before, "BIND-11: the second result is kept");
+        let again = h
+            .ok(&[
+                "ingest",
+                "harbor",
+                "canary-1",
+                changed.to_str().unwrap(),
+                "--json",
+            ])
+            .json();
+        assert_eq!(again["appended"], 0);
         // A result for a case never started through the ledger.
         let foreign = harbor_tree(&h, "jobs3", "hello-world__canary-1-c3", |_| {});
         h.refused(
@@ -2132,8 +2144,9 @@ mod verdicts {
         assert_eq!(r.code, 1);
         assert!(r.stdout.contains("rejected_join"), "{}", r.stdout);
         assert!(r.stdout.contains("requests      FAILS"), "{}", r.stdout);
+        // an unknown group is the LINEAGE-1 refusal, as on every verb
         let unknown = h.run(&["gate", "r9"]);
-        assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+        assert_eq!(unknown.code, 3, "{}", unknown.stderr);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::cli::out::outln;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -73,9 +73,10 @@ pub(crate) fn announce(done: &[Appended]) {
     }
 }
 
-pub(crate) fn read_text(path: &PathBuf) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+/// A whole text file of at most `TEXT_INPUT_FILE_BYTES_MAX` bytes (a
+/// manifest, a key, a note): a regular file only.
+pub(crate) fn read_text(path: &Path) -> anyhow::Result<String> {
+    let bytes = crate::error::read_regular(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
     String::from_utf8(bytes)
         .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
 }
@@ -162,18 +163,28 @@ pub(crate) fn parse_case(s: &str) -> Result<CaseRef, BadUsage> {
     })
 }
 
+/// The size and BLAKE3 of a regular file of at most
+/// `HASHED_FILE_BYTES_MAX` bytes, streamed.
 pub(crate) fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
-    Ok((
-        bytes.len() as u64,
-        hex::encode(blake3::hash(&bytes).as_bytes()),
-    ))
+    use std::io::Read;
+    let max = crate::limits::HASHED_FILE_BYTES_MAX;
+    let (file, _) = crate::error::open_regular(path, max)?;
+    let mut h = blake3::Hasher::new();
+    let bytes = std::io::copy(&mut file.take(max + 1), &mut h)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes while being read",
+            path.display()
+        ))
+        .into());
+    }
+    Ok((bytes, h.finalize().to_hex().to_string()))
 }
 
-pub(crate) fn hash_file(path: &PathBuf) -> anyhow::Result<(String, String)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+pub(crate) fn hash_file(path: impl AsRef<Path>) -> anyhow::Result<(String, String)> {
+    let path = path.as_ref();
+    let bytes = crate::error::read_regular(path, crate::limits::SCANNED_FILE_BYTES_MAX)?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
         for (i, line) in text.lines().enumerate() {
             if let Some(f) = crate::schema::secrets::scan(line) {
@@ -276,6 +287,14 @@ pub struct JsonArg {
     #[arg(long)]
     pub json: bool,
 }
+
+/// A verb that needs a cargo feature this build was made without (Parquet):
+/// an environment failure (exit 4), like a missing AWS build, nothing
+/// appended or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+#[cfg_attr(feature = "parquet", allow(dead_code))]
+pub(crate) struct MissingFeature(pub(crate) String);
 
 /// A verb that needs the AWS gates in a build without them: an environment
 /// failure (exit 4), nothing appended.

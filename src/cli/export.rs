@@ -134,16 +134,8 @@ fn check_target(dir: &Path) -> anyhow::Result<()> {
 /// Writes `files` into a staging directory beside `dir` and renames it into
 /// place, so a refused or failed bundle leaves nothing behind.
 fn write_bundle(dir: &Path, files: &[BundleFile]) -> anyhow::Result<()> {
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "bundle".into());
-    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
+    crate::log::staging::remove_stale(dir, BUNDLE_STAGING_TAG);
+    let staging = crate::log::staging::temp_beside(dir, BUNDLE_STAGING_TAG)?;
     let result = (|| -> anyhow::Result<()> {
         for f in files {
             let p = staging.join(&f.path);
@@ -196,7 +188,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
     let (ledger, state, head) = verified_state(cli, wait)?;
     let mut files: Vec<BundleFile> = Vec::new();
     let mut export = Vec::new();
-    let exported = crate::log::export::export_jsonl(&ledger, &mut export)?;
+    let exported = crate::log::export::export_jsonl_trailed(&ledger, &mut export)?;
     if exported.seq != head.head_seq {
         return Err(Error::input("the ledger head moved during the export").into());
     }
@@ -204,7 +196,7 @@ pub fn run_export_redacted(cli: &Cli, dir: &Path, wait: Duration) -> anyhow::Res
         path: "ledger.jsonl".into(),
         bytes: export,
     });
-    let signed = signed_head(&ledger)?;
+    let signed = signed_head(&ledger, &state)?;
     files.extend(transparency_files(signed.as_ref()));
     for l in state.lineages.values() {
         let name = safe_name(&l.frozen.lineage);
@@ -356,11 +348,52 @@ pub fn run_export_parquet(
     #[cfg(not(feature = "parquet"))]
     {
         let _ = (cli, dir, append, wait);
-        Err(BadUsage(
+        // exit 4 as every verb a build lacks (`group open` without aws)
+        Err(crate::cli::common::MissingFeature(
             "this build has no Parquet writer (cargo feature `parquet`, on by default and left out by --no-default-features: `cargo build --release --no-default-features --features parquet`); `export --redacted DIR` writes the same request and case tables as CSV and JSON Lines".into(),
         )
         .into())
     }
+}
+
+/// The tag of an `export -o FILE`'s partial file (`.{FILE}.partial-...`).
+const PARTIAL_TAG: &str = "partial";
+/// The tag of a bundle's staging directory (`.{DIR}.bundling-...`).
+const BUNDLE_STAGING_TAG: &str = "bundling";
+
+/// `export --jsonl -o FILE`: written under a name of its own beside FILE
+/// (never another file's), synced and renamed into place; removed when the
+/// export fails or is interrupted, and by the next export when a killed one
+/// left it.
+fn export_to_file(
+    ledger: &Ledger,
+    path: &Path,
+    progress: &Progress,
+) -> anyhow::Result<crate::log::chain::Head> {
+    crate::log::staging::remove_stale(path, PARTIAL_TAG);
+    let tmp = crate::log::staging::temp_beside(path, PARTIAL_TAG)?;
+    let interrupt = crate::cli::interrupt::Interrupt::install();
+    let result = (|| -> anyhow::Result<crate::log::chain::Head> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("write {} (through {})", path.display(), tmp.display()))?;
+        let file = crate::cli::interrupt::Interruptible::new(file, &interrupt);
+        let mut w = LineCountingWriter::new(BufWriter::new(file), progress);
+        let head = crate::log::export::export_jsonl_trailed(ledger, &mut w)?;
+        w.into_inner()
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.into_inner().sync_all())
+            .with_context(|| format!("write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("rename to {}", path.display()))?;
+        Ok(head)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// `export`: the canonical JSONL, or the publication bundles.
@@ -373,25 +406,13 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
         return run_export_parquet(cli, d, a.append, wait);
     }
     let ledger = Ledger::open(dir, wait)?;
-    let progress = Progress::records("export", ledger.head()?.seq + 1);
+    // the records and the trailer
+    let progress = Progress::records("export", ledger.head()?.seq + 2);
     let head = match &a.out {
-        Some(path) => {
-            let tmp = path.with_extension("partial");
-            let file =
-                std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-            let mut w = LineCountingWriter::new(BufWriter::new(file), &progress);
-            let head = crate::log::export::export_jsonl(&ledger, &mut w)?;
-            w.into_inner()
-                .into_inner()
-                .map_err(|e| e.into_error())
-                .and_then(|f| f.sync_all())
-                .with_context(|| format!("write {}", tmp.display()))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("rename to {}", path.display()))?;
-            head
-        }
+        Some(path) => export_to_file(&ledger, path, &progress)?,
         None => {
             let mut w = LineCountingWriter::new(BufWriter::new(crate::cli::out::Out), &progress);
-            crate::log::export::export_jsonl(&ledger, &mut w)?
+            crate::log::export::export_jsonl_trailed(&ledger, &mut w)?
         }
     };
     progress.finish();

@@ -60,6 +60,8 @@ pub(crate) fn status_text(v: &Verdict, standing: Standing) -> String {
 /// request ids behind its counts (at most `report::JOIN_IDS_SHOWN` of
 /// each difference, then how many more).
 pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<()> {
+    // Evidence text (request ids, names, messages) is shown inert (BIND-10).
+    use crate::schema::strings::inert;
     outln!(
         "{}/{}: {}  (passed {}/{}, projection v{})",
         v.group.lineage,
@@ -74,22 +76,23 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
             "  {:<13} {:<6} {}",
             r.gate,
             if r.holds { "holds" } else { "FAILS" },
-            r.evidence
+            inert(&r.evidence)
         )?;
         let ids = crate::report::offending_ids(&v.joins, r);
         if !ids.is_empty() {
-            outln!("  {:<13} {:<6} {}", "", "", crate::report::ids_text(&ids))?;
+            let ids = crate::report::ids_text(&ids);
+            outln!("  {:<13} {:<6} {}", "", "", inert(&ids))?;
         }
     }
     // The two planes of PLANE-1 (BIND-5), apart.
     for line in v.planes.lines() {
-        outln!("  plane {line}")?;
+        outln!("  plane {}", inert(&line))?;
     }
     for s in &v.skipped_security_policy {
         outln!(
             "  skipped_security_policy {}/{} ({:?}; evidence {}, {})",
-            s.case.task,
-            s.case.trial,
+            inert(&s.case.task),
+            inert(&s.case.trial),
             s.class,
             s.evidence_blake3[0],
             s.evidence_blake3[1]
@@ -112,10 +115,15 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
         .group_names()
         .contains(&group.as_str())
     {
-        return Err(Error::input(format!(
-            "group {group:?} is not in the frozen target list {:?}",
-            l.frozen.manifest.public.group_names()
-        ))
+        // The same refusal as every verb that names a group (LINEAGE-1).
+        return Err(Error::Refused {
+            rule: crate::schema::rule::Rule::Lineage1,
+            message: format!(
+                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                l.frozen.manifest.public.group_names(),
+                l.frozen.lineage
+            ),
+        }
         .into());
     }
     let v = verdict::group_verdict(&state, l, &group);

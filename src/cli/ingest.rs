@@ -101,16 +101,30 @@ pub struct OutcomeArgs {
     pub mode: OutcomeMode,
 }
 
+/// An evidence file's size and BLAKE3: a regular file of at most
+/// `INGEST_FILE_BYTES_MAX` bytes (a FIFO or a device is refused at once).
 fn file_facts(path: &Path) -> anyhow::Result<(u64, String)> {
-    if path.is_dir() {
-        return Err(Error::input(format!("{} is a directory, not a file", path.display())).into());
-    }
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    use std::io::Read;
+    let max = crate::limits::INGEST_FILE_BYTES_MAX;
+    let (file, _) = crate::error::open_regular(path, max)?;
     let mut h = blake3::Hasher::new();
-    let bytes = std::io::copy(&mut BufReader::new(file), &mut h)
+    let bytes = std::io::copy(&mut BufReader::new(file.take(max + 1)), &mut h)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes while being read",
+            path.display()
+        ))
+        .into());
+    }
     Ok((bytes, h.finalize().to_hex().to_string()))
+}
+
+/// Opens an evidence file again to read its rows: still a regular file
+/// within `INGEST_FILE_BYTES_MAX` (it may have been swapped since
+/// `file_facts`; the rows' own bounds and the hash check do the rest).
+fn open_evidence(path: &Path) -> crate::Result<std::fs::File> {
+    Ok(crate::error::open_regular(path, crate::limits::INGEST_FILE_BYTES_MAX)?.0)
 }
 
 /// Rows of one file.
@@ -269,8 +283,7 @@ pub(crate) fn ingest_file(
     let single_document = kind == "receipts"
         && bitrouter::ReceiptFileForm::of_path(file) == bitrouter::ReceiptFileForm::Document;
     if single_document {
-        let file = std::fs::File::open(file)
-            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
+        let file = open_evidence(file)?;
         let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
         batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
     } else {
@@ -333,8 +346,7 @@ fn push_rows(
     parse: RowParser,
     tty: bool,
 ) -> crate::Result<u64> {
-    let file = std::fs::File::open(f.path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", f.source)))?;
+    let file = open_evidence(f.path)?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut report = |rows: u64, read: u64| {
         if tty {
@@ -519,8 +531,10 @@ fn push_job(
             Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
             key,
         ))?;
-        let bytes =
-            std::fs::read(&art.path).map_err(|e| Error::io(format!("read {}", art.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&art.path),
+            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &art.path, &bytes, out)?;
     }
     if let Some(facts) = harbor::job_facts(job)? {
@@ -536,6 +550,70 @@ fn push_job(
             key,
         ))?;
     }
+    Ok(())
+}
+
+/// A job's attempt counts (BIND-11): its config's `n_attempts` and how
+/// many of its trial directories map to each case identity.
+struct JobAttempts {
+    n_attempts: Option<u64>,
+    trials_for: std::collections::BTreeMap<crate::schema::events::CaseRef, u64>,
+}
+
+impl JobAttempts {
+    fn of(job: &harbor::HarborJob) -> crate::Result<JobAttempts> {
+        let mut trials_for = std::collections::BTreeMap::new();
+        for (_, _, case) in job.trials.iter().filter_map(|t| t.case.as_ref()) {
+            *trials_for.entry(case.clone()).or_insert(0) += 1;
+        }
+        Ok(JobAttempts {
+            n_attempts: harbor::job_n_attempts(job)?,
+            trials_for,
+        })
+    }
+}
+
+/// What a trial's result says besides its record: every timestamp and the
+/// job's attempt counts, in the same batch (BIND-11).
+fn push_trial_facts(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    g: &GroupRef,
+    t: &harbor::TrialDir,
+    attempts: &JobAttempts,
+) -> anyhow::Result<()> {
+    let (Some((_, trial_group, case)), Some(result)) = (&t.case, &t.result) else {
+        return Ok(());
+    };
+    if *trial_group != g.group {
+        return Ok(());
+    }
+    let bytes = crate::error::read_regular(
+        Path::new(&result.path),
+        crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+    )?;
+    let result_blake3 = crate::evidence::blake3_hex(&bytes);
+    let event = Event::TrialFactsRecorded(crate::schema::events::TrialFactsRecorded {
+        group: g.clone(),
+        case: case.clone(),
+        trial_name: t.name.clone(),
+        times: harbor::result_times(&bytes, &result.path)?,
+        n_attempts: attempts.n_attempts,
+        trials_for_case: attempts.trials_for.get(case).copied().unwrap_or(1),
+        result_blake3: result_blake3.clone(),
+    });
+    let key = format!(
+        "harbor-trial-facts:{}/{}/{}/{}",
+        g.lineage,
+        g.group,
+        t.name,
+        &result_blake3[..32]
+    );
+    batch.push(Draft {
+        actor: actor.to_string(),
+        event,
+        idempotency_key: Some(key),
+    })?;
     Ok(())
 }
 
@@ -577,18 +655,55 @@ fn push_trial(
         .into());
     }
     let l = state.lineage(Some(&g.lineage))?;
+    // The embedded TrialConfig and the trial's own config.json, each
+    // compared with the frozen rendering (BIND-1, BIND-11).
+    let own_file = harbor::read_trial_config_file(t)?;
     let differences = crate::method::trial_config::render_frozen(l, &g.group, case)
-        .map(|r| crate::schema::trial_content::differences(&r.config, &parsed.config))
+        .map(|r| {
+            let mut d = crate::schema::trial_content::differences(&r.config, &parsed.config);
+            if let Some(file) = &own_file {
+                d.extend(crate::schema::trial_content::own_config_differences(
+                    &r.config,
+                    file.as_ref().map_err(String::as_str),
+                ));
+            }
+            d
+        })
         .unwrap_or_default();
     let reward_files = harbor::read_reward_files(t)?;
     if let Some(result) = &t.result {
-        let bytes = std::fs::read(&result.path)
-            .map_err(|e| Error::io(format!("read {}", result.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&result.path),
+            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &result.path, &bytes, out)?;
     }
     for f in &reward_files {
-        let bytes = std::fs::read(&f.path).map_err(|e| Error::io(format!("read {}", f.path), e))?;
+        let bytes = crate::error::read_regular(
+            Path::new(&f.path),
+            crate::evidence::harbor::HARBOR_REWARD_FILE_BYTES_MAX as u64,
+        )?;
         push_leaks(batch, actor, g, &f.path, &bytes, out)?;
+    }
+    // A second, different result for a trial already bound is kept under a
+    // key of its own (BIND-11); the method then judges the case invalid.
+    let bound = state
+        .lineage(Some(&g.lineage))?
+        .groups
+        .get(&g.group)
+        .and_then(|x| x.cases.get(case))
+        .and_then(|c| c.result.as_ref())
+        .map(|(_, r)| r.result_blake3.clone());
+    let second = bound.filter(|b| *b != parsed.result_blake3);
+    let mut key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
+    if second.is_some() {
+        key.push_str(&format!("/second:{}", &parsed.result_blake3[..32]));
+        eprintln!(
+            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count ({})",
+            t.path,
+            t.name,
+            Rule::Bind11
+        );
     }
     let event = Event::TrialResultRecordedV2(Box::new(parsed.into_event_v2(
         g.clone(),
@@ -596,7 +711,6 @@ fn push_trial(
         differences,
         reward_files,
     )));
-    let key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
     let done = batch
         .push(Draft {
             actor: actor.to_string(),
@@ -683,8 +797,10 @@ pub(crate) fn ingest_harbor_dir(
     let mut pushed = HarborPushed::default();
     for job in &tree.jobs {
         push_job(&mut batch, &cli.actor, &g, job, &mut pushed)?;
+        let attempts = JobAttempts::of(job)?;
         for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
             push_trial(&mut batch, &cli.actor, &state, &g, t, &mut pushed)?;
+            push_trial_facts(&mut batch, &cli.actor, &g, t, &attempts)?;
         }
     }
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();

@@ -90,7 +90,10 @@ pub(crate) fn print_lineage_tail(v: &verdict::LineageView) -> std::io::Result<()
         outln!("  feedback allowed from: {}", v.feedback_allowed.join(", "))?;
     }
     if let Some((seq, rule, reason)) = &v.stopped {
-        outln!("  STOPPED at seq {seq} ({rule}): {reason}")?;
+        outln!(
+            "  STOPPED at seq {seq} ({rule}): {}",
+            crate::schema::strings::inert(reason)
+        )?;
     }
     outln!("  complete: {}", v.complete)?;
     Ok(())

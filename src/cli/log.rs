@@ -1,6 +1,7 @@
 //! Verbs on the log itself: `init`, `verify`, `head`, `log`, `import`,
 //! `note`.
 
+use crate::cli::interrupt::Interruptible;
 use crate::cli::out::outln;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,12 @@ pub struct ImportArgs {
     /// The export file to read (`-` for stdin).
     #[arg(long, value_name = "FILE")]
     pub jsonl: PathBuf,
+    /// Import an export written before exports ended with a trailer line
+    /// (record count and head). Without the trailer nothing shows that the
+    /// file is whole: a cut file imports as a shorter ledger. A trailer
+    /// that is present is still checked.
+    #[arg(long)]
+    pub untrailed: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -203,6 +210,32 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// the Merkle tree (every checkpoint record, the node cache, and each
 /// `--against` note).
 pub(crate) fn run_verify(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    match verify_ledger(cli, a, wait) {
+        // Damage the store itself reports (it cannot be opened or read) is
+        // still a verify result: with --json, one JSON document says so.
+        Err(e) if a.json && is_damage(&e) => {
+            print_json(&json!({
+                "ok": false,
+                "records": null,
+                "head_seq": null,
+                "head_hash": null,
+                "first_bad_seq": null,
+                "damage": "storage_unreadable",
+                "detail": crate::schema::secrets::withhold(&format!("{e:#}")),
+            }))?;
+            Ok(ExitCode::from(ExitClass::CheckFailed.code()))
+        }
+        other => other,
+    }
+}
+
+/// Whether an error is ledger damage (exit 1).
+fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::Damage(_))))
+}
+
+fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let ledger = Ledger::open(dir, wait)?;
     let verifying = Progress::spinner("verify", "checking every link from seq 0");
@@ -293,17 +326,27 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
 pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let source = a.jsonl.display().to_string();
+    let rule = if a.untrailed {
+        eprintln!("benchledger: warning: --untrailed: the export's completeness is not checked; a cut file imports as a shorter ledger");
+        crate::log::export::TrailerRule::Optional
+    } else {
+        crate::log::export::TrailerRule::Required
+    };
+    // Ctrl-C ends the read, and the import removes its staging ledger.
+    let interrupt = crate::cli::interrupt::Interrupt::install();
     let head = if a.jsonl.as_os_str() == "-" {
         let progress = Progress::bytes("import", None);
-        let mut input = CountingReader::new(std::io::stdin().lock(), &progress);
-        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait)?
+        let stdin = Interruptible::new(std::io::stdin().lock(), &interrupt);
+        let mut input = CountingReader::new(stdin, &progress);
+        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule)?
     } else {
-        let file = std::fs::File::open(&a.jsonl)
-            .map_err(|e| Error::input(format!("cannot read {source}: {e}")))?;
-        let size = file.metadata().ok().map(|meta| meta.len());
+        let (file, size) =
+            crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;
+        let size = Some(size);
         let progress = Progress::bytes("import", size);
-        let mut input = CountingReader::new(std::io::BufReader::new(file), &progress);
-        crate::log::export::import_jsonl(&mut input, &source, dir, wait)?
+        let file = Interruptible::new(std::io::BufReader::new(file), &interrupt);
+        let mut input = CountingReader::new(file, &progress);
+        crate::log::export::import_jsonl(&mut input, &source, dir, wait, rule)?
     };
     if a.json {
         print_json(&head_json(&head))?;

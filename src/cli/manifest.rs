@@ -210,7 +210,7 @@ fn run_sign_off(cli: &Cli, a: &SignOffArgs, wait: Duration) -> anyhow::Result<Ex
         .as_deref()
         .map(crate::cli::trust::read_signer_key)
         .transpose()?;
-    let note = a.note.as_ref().map(read_text).transpose()?;
+    let note = a.note.as_deref().map(read_text).transpose()?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
     if a.print_text {
         let state = decide_state(&ledger)?;

@@ -16,6 +16,7 @@ mod gate;
 mod group;
 mod identity;
 mod ingest;
+mod interrupt;
 mod lineage;
 mod log;
 mod manifest;
@@ -220,6 +221,8 @@ pub fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_target(false)
+        // colour only on a terminal: a piped or redirected stderr gets text
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli) {
         Ok(code) => code,

@@ -35,13 +35,17 @@ fn because(v: &Verdict) -> String {
         .map(|row| {
             let ids = crate::report::offending_ids(&v.joins, row);
             if ids.is_empty() {
-                format!("{} fails: {}", row.gate, row.evidence)
+                format!(
+                    "{} fails: {}",
+                    row.gate,
+                    crate::schema::strings::inert(&row.evidence)
+                )
             } else {
                 format!(
                     "{} fails: {}; {}",
                     row.gate,
-                    row.evidence,
-                    crate::report::ids_text(&ids)
+                    crate::schema::strings::inert(&row.evidence),
+                    crate::schema::strings::inert(&crate::report::ids_text(&ids))
                 )
             }
         })

@@ -214,7 +214,7 @@ pub fn run_report(cli: &Cli, a: &ReportArgs, wait: Duration) -> anyhow::Result<E
 fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (ledger, state, head) = verified_state(cli, wait)?;
     let lineage = state.lineage(a.lineage.as_deref())?.frozen.lineage.clone();
-    let signed = signed_head(&ledger)?;
+    let signed = signed_head(&ledger, &state)?;
     let r = report_with_transparency(&state, &lineage, head, signed.as_ref())?;
     match &a.out {
         None => match a.format {

@@ -36,7 +36,13 @@ pub struct ResumeArgs {
 /// trial directories), empty before anything ran. A trial directory, a job
 /// directory, a directory one level above, or a jobs directory holding none
 /// of the lineage's jobs is refused, naming what it is and what is expected.
-fn harbor_trial_dirs(dir: &Path, l: &LineageState) -> anyhow::Result<BTreeSet<String>> {
+/// With `given` false (the frozen directory, read though not named), a jobs
+/// directory holding none of the lineage's jobs yet is simply empty.
+fn harbor_trial_dirs(
+    dir: &Path,
+    l: &LineageState,
+    given: bool,
+) -> anyhow::Result<BTreeSet<String>> {
     let level = harbor::level_of(dir)?;
     let m = &l.frozen.manifest.public;
     let expected = format!(
@@ -69,12 +75,42 @@ fn harbor_trial_dirs(dir: &Path, l: &LineageState) -> anyhow::Result<BTreeSet<St
         ours |= m.groups.iter().any(|g| g.job_name == job.name);
         out.extend(job.trials.into_iter().map(|t| t.name));
     }
-    if !ours {
+    if !ours && given {
         return Err(refuse(
             "a jobs directory holding none of the lineage's job directories".into(),
         ));
     }
     Ok(out)
+}
+
+/// The trial directories `resume` must respect (BIND-9): where the frozen
+/// `harbor.jobs_dir` exists on this machine, `--harbor-jobs` must be it
+/// (another path, even an empty one, is refused naming both) and its trial
+/// directories always count, the flag given or not; where it does not,
+/// the directory given (a copy of the run's jobs directory) is read.
+fn trial_dirs_on_disk(given: Option<&Path>, l: &LineageState) -> anyhow::Result<BTreeSet<String>> {
+    let frozen = Path::new(&l.frozen.manifest.public.harbor.jobs_dir);
+    let frozen_here = std::fs::canonicalize(frozen).ok();
+    match (given, frozen_here) {
+        (Some(d), Some(here)) => {
+            if std::fs::canonicalize(d).ok().as_ref() != Some(&here) {
+                return Err(Error::Refused {
+                    rule: Rule::Bind9,
+                    message: format!(
+                        "{} is not lineage {:?}'s frozen Harbor jobs directory {}, which exists here; `resume --harbor-jobs` takes that directory (or leave the flag out: it is read anyway)",
+                        d.display(),
+                        l.frozen.lineage,
+                        frozen.display()
+                    ),
+                }
+                .into());
+            }
+            harbor_trial_dirs(d, l, true)
+        }
+        (Some(d), None) => harbor_trial_dirs(d, l, true),
+        (None, Some(here)) => harbor_trial_dirs(&here, l, false),
+        (None, None) => Ok(BTreeSet::new()),
+    }
 }
 
 /// `resume`: which identities may launch (CASE-4).
@@ -83,10 +119,7 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state: State = decide_state(&ledger)?;
     drop(ledger);
-    let on_disk = match &a.harbor_jobs {
-        Some(d) => harbor_trial_dirs(d, state.lineage(lineage.as_deref())?)?,
-        None => Default::default(),
-    };
+    let on_disk = trial_dirs_on_disk(a.harbor_jobs.as_deref(), state.lineage(lineage.as_deref())?)?;
     let rows = crate::method::decide::resume(&state, lineage.as_deref(), &group, &on_disk)?;
     let mut launchable = Vec::new();
     let mut blocked = Vec::new();

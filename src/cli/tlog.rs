@@ -255,8 +255,16 @@ pub(crate) fn run_checkpoint(
 
 fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = crate::method::projections::replay_scanning(&ledger)?;
     let derived = tree::derive(&ledger)?;
-    let bad: Vec<u64> = derived.problems.iter().map(|p| p.seq).collect();
+    // A checkpoint by a key no manifest lists is not shown as the signed
+    // one (TRUST-5).
+    let bad: Vec<u64> = derived
+        .problems
+        .iter()
+        .chain(&crate::cli::trust::unlisted_signers(&state, &derived))
+        .map(|p| p.seq)
+        .collect();
     let found = match a.seq {
         Some(seq) => derived.checkpoints.iter().find(|c| c.seq == seq),
         None => derived
@@ -317,6 +325,9 @@ fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result
         .into());
     }
     let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = crate::cli::common::decide_state(&ledger)?;
+    crate::cli::trust::check_checkpoint_signer(&state, &key.verifier())?;
+    drop(state);
     let derived = tree::derive(&ledger)?;
     if let Some(p) = derived.problems.first() {
         let msg = format!(

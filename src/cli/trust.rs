@@ -17,12 +17,13 @@ use crate::log::tlog::{
 };
 use crate::log::tree::{self, CacheCheck, Derived, Divergence};
 use crate::method::projections::State;
+use crate::schema::rule::Rule;
 
 /// Reads a signer key file (`PRIVATE+KEY+...`, as `key generate` writes
 /// it); warns when others may read it.
 pub(crate) fn read_signer_key(path: &Path) -> anyhow::Result<SignerKey> {
     use std::os::unix::fs::PermissionsExt;
-    let text = read_text(&path.to_path_buf())?;
+    let text = read_text(path)?;
     let key = SignerKey::parse(text.trim_end_matches('\n'))
         .map_err(|e| Error::input(format!("{}: not a signer key: {e}", path.display())))?;
     if let Ok(meta) = std::fs::metadata(path) {
@@ -49,7 +50,7 @@ pub(crate) fn parse_vkey(arg: &str) -> anyhow::Result<VerifierKey> {
 
 /// Reads a signed note file.
 pub(crate) fn read_note(path: &Path) -> anyhow::Result<String> {
-    let text = read_text(&path.to_path_buf())?;
+    let text = read_text(path)?;
     SignedNote::parse(&text).map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
     Ok(text)
 }
@@ -86,6 +87,69 @@ pub(crate) fn frozen_keys(state: &State) -> TrustedKeys {
     keys
 }
 
+/// The operator keys in force at `seq` (TRUST-5): those every v2 lineage
+/// frozen before it lists. Empty while no manifest lists operators: there
+/// is then no list to hold a checkpoint's signer to.
+pub(crate) fn operators_at(state: &State, seq: u64) -> Vec<VerifierKey> {
+    let mut keys: Vec<VerifierKey> = Vec::new();
+    for l in state.lineages.values().filter(|l| l.frozen_seq < seq) {
+        let Some(plan) = l.plan.as_ref() else {
+            continue;
+        };
+        for k in crate::method::trust::role_keys(plan, crate::schema::events::SignOffRole::Operator)
+        {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys
+}
+
+/// Refuses a checkpoint signer the frozen manifests do not list as an
+/// operator (TRUST-5), naming the key and the listed ones.
+pub(crate) fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> anyhow::Result<()> {
+    let listed = operators_at(state, u64::MAX);
+    if listed.is_empty() || listed.contains(key) {
+        return Ok(());
+    }
+    let names: Vec<String> = listed.iter().map(|k| k.encode()).collect();
+    Err(Error::Refused {
+        rule: Rule::Trust5,
+        message: format!(
+            "the key {} is not an operator key a frozen manifest lists ({}); a checkpoint it signs would not count, nothing was appended",
+            key.encode(),
+            names.join(", ")
+        ),
+    }
+    .into())
+}
+
+/// The checkpoint records signed by a key the operator list in force at
+/// their seq does not list (TRUST-5): they do not count, `verify` fails on
+/// them and no verb presents one as the signed checkpoint.
+pub(crate) fn unlisted_signers(state: &State, derived: &Derived) -> Vec<tree::CheckpointProblem> {
+    derived
+        .checkpoints
+        .iter()
+        .filter_map(|c| {
+            let signer = c.record.signer.as_deref()?;
+            let listed = operators_at(state, c.seq);
+            let key = VerifierKey::parse(signer).ok();
+            if listed.is_empty() || key.as_ref().is_some_and(|k| listed.contains(k)) {
+                return None;
+            }
+            Some(tree::CheckpointProblem {
+                seq: c.seq,
+                detail: format!(
+                    "signed by {signer}, a key no frozen manifest lists as an operator ({}): the checkpoint does not count",
+                    Rule::Trust5
+                ),
+            })
+        })
+        .collect()
+}
+
 /// Verifies a checkpoint note with whichever of `logs` signed it (the
 /// first whose name and key id a signature line carries) and the
 /// witnesses' cosignatures present; the note must name `origin`.
@@ -107,7 +171,7 @@ pub(crate) fn open_checkpoint(
             .iter()
             .map(|s| format!("{}+{:08x}", s.name, s.key_id))
             .collect();
-        return Err(Error::Damage(format!(
+        return Err(Error::NotHeld(format!(
             "the note is signed by {} and by no key trusted here (the frozen operator keys, or --vkey)",
             names.join(", ")
         ))
@@ -117,12 +181,12 @@ pub(crate) fn open_checkpoint(
         TlogError::BadSignature { .. }
         | TlogError::NoKnownSignature
         | TlogError::RequiredKeyMissing { .. } => {
-            Error::Damage(format!("the checkpoint note does not verify: {e}"))
+            Error::NotHeld(format!("the checkpoint note does not verify: {e}"))
         }
         _ => Error::input(format!("not a checkpoint note: {e}")),
     })?;
     if verified.checkpoint.origin() != origin {
-        return Err(Error::Damage(format!(
+        return Err(Error::NotHeld(format!(
             "the checkpoint names the log {:?}, this ledger is {origin:?}",
             verified.checkpoint.origin()
         ))
@@ -356,9 +420,19 @@ pub(crate) fn verify_tree(
     let derived = tree::derive(ledger)?;
     let result = (|| {
         let cache = derived.check_cache(ledger.dir())?;
+        let mut problems = derived.problems.clone();
+        if derived
+            .checkpoints
+            .iter()
+            .any(|c| c.record.signer.is_some())
+        {
+            let state = crate::method::projections::replay_scanning(ledger)?;
+            problems.extend(unlisted_signers(&state, &derived));
+            problems.sort_by_key(|p| p.seq);
+        }
         let report = TreeReport {
             checkpoints: derived.checkpoints.len(),
-            problems: derived.problems.clone(),
+            problems,
             cache,
         };
         let nothing = report.checkpoints == 0 && report.cache == CacheCheck::Absent;
@@ -452,8 +526,12 @@ pub(crate) struct SignedHead {
 /// every seal it covers (`None` when the log records no signed
 /// checkpoint), from one verified walk (`tree::derive`); a checkpoint
 /// record that does not hold is damage.
-pub(crate) fn signed_head(ledger: &Ledger) -> anyhow::Result<Option<SignedHead>> {
-    let derived = tree::derive(ledger)?;
+pub(crate) fn signed_head(ledger: &Ledger, state: &State) -> anyhow::Result<Option<SignedHead>> {
+    let mut derived = tree::derive(ledger)?;
+    // A checkpoint by an unlisted key is never presented (TRUST-5).
+    let unlisted = unlisted_signers(state, &derived);
+    derived.problems.extend(unlisted);
+    derived.problems.sort_by_key(|p| p.seq);
     let made = signed_head_of(&derived);
     derived.discard();
     made

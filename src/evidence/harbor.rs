@@ -850,12 +850,7 @@ pub fn read_reward_files(trial: &TrialDir) -> Result<Vec<RewardFile>> {
         let path = Path::new(&trial.path).join("verifier").join(name);
         match fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_file() => {}
-            Ok(_) => {
-                return Err(Error::input(format!(
-                    "{}: not a regular file",
-                    utf8_path(&path)?
-                )))
-            }
+            Ok(m) => return Err(not_regular(&path, &m)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
         }
@@ -1047,13 +1042,19 @@ fn is_trial_dir(dir: &Path) -> Result<bool> {
     let result = dir.join("result.json");
     if fs::metadata(&result).is_ok_and(|m| m.is_file()) {
         let bytes = read_bounded(&result, HARBOR_RESULT_BYTES_MAX)?;
-        if let Ok(loaded) = load_object(&bytes, &[]) {
-            if loaded.map.contains_key("trial_name") {
-                return Ok(true);
-            }
-            if loaded.map.contains_key("n_total_trials") {
-                return Ok(false);
-            }
+        // A result.json that does not parse (a BOM, duplicate keys, deep
+        // nesting) is named as such, never taken for a missing result.
+        let loaded = load_object(&bytes, &[]).map_err(|e| {
+            Error::input(format!(
+                "{}: not a result.json Harbor writes: {e}",
+                result.display()
+            ))
+        })?;
+        if loaded.map.contains_key("trial_name") {
+            return Ok(true);
+        }
+        if loaded.map.contains_key("n_total_trials") {
+            return Ok(false);
         }
     }
     if fs::symlink_metadata(dir.join("job.log")).is_ok() {
@@ -1149,6 +1150,23 @@ struct Entry {
     name: String,
     path: PathBuf,
     kind: Kind,
+}
+
+/// The refusal of a path in a harbor tree that is not a regular file,
+/// saying what it is (a symbolic link, a directory, ...).
+fn not_regular(p: &Path, m: &fs::Metadata) -> Error {
+    let t = m.file_type();
+    let what = if t.is_symlink() {
+        "a symbolic link (a harbor tree is read only through real files and directories)"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "a FIFO, device or socket"
+    };
+    Error::input(format!(
+        "{}: not a regular file: {what}",
+        p.to_string_lossy()
+    ))
 }
 
 fn utf8_path(p: &Path) -> Result<String> {
@@ -1258,10 +1276,7 @@ fn walk_trial(e: &Entry) -> Result<TrialDir> {
             let p = e.path.join(name);
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.file_type().is_file() => hash_file(&p, role, max).map(Some),
-                Ok(_) => Err(Error::input(format!(
-                    "{}: not a regular file",
-                    utf8_path(&p)?
-                ))),
+                Ok(m) => Err(not_regular(&p, &m)),
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(err) => Err(Error::io(format!("read {}", p.display()), err)),
             }
@@ -1287,7 +1302,7 @@ fn walk_trial(e: &Entry) -> Result<TrialDir> {
 /// Streams `path` through BLAKE3; refuses files over `max` bytes.
 fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<FileArtifact> {
     let shown = utf8_path(path)?;
-    let mut f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
+    let (mut f, _) = crate::error::open_regular(path, max.map_or(u64::MAX, |m| m as u64))?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; STREAM_CHUNK_BYTES];
     let mut total: u64 = 0;
@@ -1317,19 +1332,70 @@ fn hash_file(path: &Path, role: &'static str, max: Option<usize>) -> Result<File
 }
 
 /// Reads at most `max` bytes of `path`; a longer file is refused.
-fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {
-    let shown = utf8_path(path)?;
-    let f = fs::File::open(path).map_err(|e| Error::io(format!("open {shown}"), e))?;
-    let mut bytes = Vec::new();
-    f.take(max as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(format!("read {shown}"), e))?;
-    if bytes.len() > max {
-        return Err(Error::input(format!(
-            "{shown}: longer than the limit of {max} bytes"
-        )));
+/// Every timestamp a TrialResult carries outside its embedded TrialConfig
+/// (BIND-11): each string member named `*_at` (`started_at`,
+/// `agent_execution.started_at`, `exception_info.occurred_at`, ...), by
+/// field path, as written. The nesting is the parser's (bounded).
+pub fn result_times(bytes: &[u8], shown: &str) -> Result<BTreeMap<String, String>> {
+    let loaded = load_object(bytes, &[]).map_err(|e| e.in_document(shown))?;
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(String, &serde_json::Map<String, serde_json::Value>)> =
+        vec![(String::new(), &loaded.map)];
+    while let Some((prefix, map)) = stack.pop() {
+        for (k, v) in map {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v {
+                serde_json::Value::Object(inner) if !(prefix.is_empty() && k == "config") => {
+                    stack.push((path, inner));
+                }
+                serde_json::Value::String(s) if k.ends_with("_at") => {
+                    out.insert(path, s.clone());
+                }
+                _ => {}
+            }
+        }
     }
-    Ok(bytes)
+    Ok(out)
+}
+
+/// The `n_attempts` of a listed job's own `config.json`, when it has one
+/// that says it (BIND-11).
+pub fn job_n_attempts(job: &HarborJob) -> Result<Option<u64>> {
+    let Some(art) = job.artifacts.iter().find(|a| a.role == ROLE_JOB_CONFIG) else {
+        return Ok(None);
+    };
+    let bytes = read_bounded(Path::new(&art.path), HARBOR_RESULT_BYTES_MAX)?;
+    let loaded = load_object(&bytes, &[]).map_err(|e| e.in_document(&art.path))?;
+    Obj::root(&loaded.map)
+        .u64_opt("n_attempts")
+        .map_err(|e| e.in_document(&art.path))
+}
+
+/// The trial's own `config.json` as JSON (BIND-11), when the directory has
+/// one: `Ok(value)`, or `Err(why)` when it is not one JSON object (it is
+/// then a difference, never skipped).
+pub fn read_trial_config_file(
+    t: &TrialDir,
+) -> Result<Option<std::result::Result<serde_json::Value, String>>> {
+    let Some(config) = &t.config else {
+        return Ok(None);
+    };
+    let bytes = read_bounded(Path::new(&config.path), HARBOR_RESULT_BYTES_MAX)?;
+    Ok(Some(match load_object(&bytes, &[]) {
+        Ok(_) => serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }))
+}
+
+/// Reads at most `max` bytes of `path`, a regular file; a longer file, a
+/// FIFO or a device is refused.
+fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {
+    utf8_path(path)?;
+    crate::error::read_regular(path, max as u64)
 }
 
 #[cfg(test)]
@@ -1857,7 +1923,13 @@ mod tests {
         std::fs::write(tmp.path().join("job/config.json"), "{}").unwrap();
         std::fs::write(trial.join("result.json"), &bytes).unwrap();
         let err = walk_jobs(&tmp.path().join("job")).unwrap_err().to_string();
-        assert!(err.ends_with(&format!("t__control-t1/result.json: longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes")), "{err}");
+        assert!(
+            err.contains("t__control-t1/result.json: ")
+                && err.contains(&format!(
+                    "longer than the limit of {HARBOR_RESULT_BYTES_MAX} bytes"
+                )),
+            "{err}"
+        );
         bytes.pop();
         std::fs::write(trial.join("result.json"), &bytes).unwrap();
         assert_eq!(
@@ -1951,7 +2023,7 @@ mod tests {
         std::fs::write(job.join("config.json"), "{}").unwrap();
         let err = walk_jobs(&job).unwrap_err().to_string();
         assert!(
-            err.ends_with("t__g-t1/result.json: not a regular file"),
+            err.ends_with("t__g-t1/result.json: not a regular file: a directory"),
             "{err}"
         );
         std::fs::remove_dir(job.join("t__g-t1/result.json")).unwrap();

@@ -12,7 +12,7 @@
 use std::fmt;
 
 use crate::limits::RECORD_BYTES_MAX;
-use crate::log::record::{Decoded, Record};
+use crate::log::record::{Decoded, Record, FORMAT_VERSION};
 use crate::schema::events::Event;
 
 /// A BLAKE3 hash.
@@ -434,6 +434,18 @@ pub fn decode_at(seq: u64, bytes: &[u8]) -> Result<Decoded, Damage> {
             "a genesis record after seq 0".to_string()
         };
         return Err(damage(seq, DamageKind::BadGenesis, detail));
+    }
+    if let Event::LedgerCreated(g) = &decoded.event {
+        if g.format_version != FORMAT_VERSION {
+            return Err(damage(
+                seq,
+                DamageKind::BadGenesis,
+                format!(
+                    "the genesis declares format_version {}; this build reads format {FORMAT_VERSION} only",
+                    g.format_version
+                ),
+            ));
+        }
     }
     Ok(decoded)
 }

@@ -7,6 +7,12 @@
 //! stored value, so an export is canonical: `import` regenerates each line
 //! from its bytes and refuses any line that differs, any broken link, and
 //! any file that does not end at a verifying head.
+//!
+//! An `export --jsonl` file ends with one trailer line (`Trailer`): the
+//! number of records before it and the head they end at. `import` refuses a
+//! file without a valid trailer, so a cut export is a refusal, never a
+//! shorter ledger; an export written before trailers imports only with
+//! `TrailerRule::Optional` (`import --untrailed`), stated as such.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -46,6 +52,45 @@ pub struct ExportLine {
     pub record_hex: String,
 }
 
+/// The value of a trailer's `trailer` field: what the line is.
+pub const TRAILER_MARK: &str = "benchledger export end";
+
+/// The last line of an `export --jsonl` file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trailer {
+    /// Always `TRAILER_MARK`.
+    pub trailer: String,
+    /// Records before this line (the head's seq + 1).
+    pub records: u64,
+    /// The last record's seq.
+    pub head_seq: u64,
+    /// The last record's link hash, hex.
+    pub head_hash: String,
+}
+
+/// Whether an import needs a trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrailerRule {
+    /// The file must end with a valid trailer (`import`'s default).
+    Required,
+    /// A trailer, where present, must be valid; a file without one (an
+    /// export written before trailers, or a record-only corpus) imports,
+    /// and a cut file then imports as a shorter ledger.
+    Optional,
+}
+
+/// The canonical trailer line of an export ending at `head` (no newline).
+pub fn trailer_line(head: &Head) -> String {
+    let t = Trailer {
+        trailer: TRAILER_MARK.to_string(),
+        records: head.seq + 1,
+        head_seq: head.seq,
+        head_hash: hex::encode(head.hash),
+    };
+    serde_json::to_string(&t).expect("a trailer serializes")
+}
+
 /// The canonical export line of a verified record (without newline).
 pub fn line(v: &Verified) -> String {
     let r = &v.decoded.record;
@@ -65,13 +110,23 @@ pub fn line(v: &Verified) -> String {
     serde_json::to_string(&l).expect("export lines serialize")
 }
 
-/// Writes every record as one JSON line. Returns the head exported.
+/// Writes every record as one JSON line (no trailer: the record lines of
+/// the contract vectors and the recorded corpus). Returns the head exported.
 pub fn export_jsonl(ledger: &Ledger, out: &mut dyn Write) -> Result<Head> {
     let head = ledger.head()?;
     for v in ledger.records()? {
         let v = v?;
         writeln!(out, "{}", line(&v)).map_err(|e| Error::io("write export", e))?;
     }
+    out.flush().map_err(|e| Error::io("write export", e))?;
+    Ok(head)
+}
+
+/// An `export --jsonl` file: every record as one JSON line, then the
+/// trailer naming how many there were and the head they end at.
+pub fn export_jsonl_trailed(ledger: &Ledger, out: &mut dyn Write) -> Result<Head> {
+    let head = export_jsonl(ledger, out)?;
+    writeln!(out, "{}", trailer_line(&head)).map_err(|e| Error::io("write export", e))?;
     out.flush().map_err(|e| Error::io("write export", e))?;
     Ok(head)
 }
@@ -116,7 +171,24 @@ pub fn import_jsonl(
     source: &str,
     dir: &Path,
     lock_wait: Duration,
+    trailer: TrailerRule,
 ) -> Result<Head> {
+    check_target_empty(dir)?;
+    // What an import killed before it could clean up left (issue 29).
+    crate::log::staging::remove_stale(dir, STAGING_TAG);
+    let staging = crate::log::staging::temp_beside(dir, STAGING_TAG)?;
+    let result = build(input, source, &staging, lock_wait, trailer)
+        .and_then(|head| move_into_place(&staging, dir).map(|()| head));
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// The tag of an import's staging directory (`.{target}.importing-...`).
+pub const STAGING_TAG: &str = "importing";
+
+fn check_target_empty(dir: &Path) -> Result<()> {
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
             .map_err(|e| Error::io(format!("read {}", dir.display()), e))?
@@ -129,42 +201,54 @@ pub fn import_jsonl(
             )));
         }
     }
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = dir
-        .file_name()
-        .ok_or_else(|| Error::input(format!("import target {} has no name", dir.display())))?;
-    let staging = parent.join(format!(
-        ".{}.importing-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .map_err(|e| Error::io(format!("remove {}", staging.display()), e))?;
-    }
-    let result = build(input, source, &staging, lock_wait);
-    match result {
-        Ok(head) => {
-            if dir.exists() {
-                std::fs::remove_dir(dir)
-                    .map_err(|e| Error::io(format!("remove empty {}", dir.display()), e))?;
-            }
-            std::fs::rename(&staging, dir).map_err(|e| {
-                Error::io(
-                    format!("rename {} to {}", staging.display(), dir.display()),
-                    e,
-                )
-            })?;
-            Ok(head)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Err(e)
+    Ok(())
+}
+
+/// Renames a built staging ledger onto `dir` (absent or empty). Another
+/// process that filled `dir` meanwhile (a second import) is bad input:
+/// nothing of this import is kept.
+fn move_into_place(staging: &Path, dir: &Path) -> Result<()> {
+    let filled = || {
+        Error::input(format!(
+            "import target {} was filled by another process while this import ran; nothing of this import was kept",
+            dir.display()
+        ))
+    };
+    if dir.exists() {
+        check_target_empty(dir).map_err(|_| filled())?;
+        match std::fs::remove_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => return Err(filled()),
+            Err(e) => return Err(Error::io(format!("remove empty {}", dir.display()), e)),
         }
     }
+    std::fs::rename(staging, dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => filled(),
+        _ => Error::io(
+            format!("rename {} to {}", staging.display(), dir.display()),
+            e,
+        ),
+    })
+}
+
+/// Checks a trailer line against the records read before it.
+fn check_trailer(text: &str, head: Option<Head>, source: &str, lineno: u64) -> Result<()> {
+    let at = |msg: String| Error::input(format!("{source}: line {lineno}: trailer: {msg}"));
+    let t: Trailer =
+        serde_json::from_str(text).map_err(|e| at(format!("not an export trailer: {e}")))?;
+    let head = head.ok_or_else(|| at("no records before it".into()))?;
+    if text != trailer_line(&head) {
+        return Err(at(format!(
+            "says {} records ending at seq {} hash {}, but the file holds {} ending at seq {} hash {} (a cut or edited export)",
+            t.records,
+            t.head_seq,
+            t.head_hash,
+            head.seq + 1,
+            head.seq,
+            hex::encode(head.hash)
+        )));
+    }
+    Ok(())
 }
 
 fn build(
@@ -172,6 +256,7 @@ fn build(
     source: &str,
     staging: &Path,
     lock_wait: Duration,
+    trailer: TrailerRule,
 ) -> Result<Head> {
     let ledger = Ledger::create_empty(staging, lock_wait)?;
     let mut walker = Walker::from_genesis();
@@ -180,12 +265,26 @@ fn build(
     let mut index: Vec<(String, u64)> = Vec::new();
     let mut buf = Vec::new();
     let mut lineno = 0u64;
+    let mut trailed = false;
     while read_bounded_line(input, &mut buf, lineno + 1, source)?.is_some() {
         lineno += 1;
         let at = |field: &str, msg: &str| {
             Error::input(format!("{source}: line {lineno}: field {field}: {msg}"))
         };
+        if trailed {
+            return Err(at("(line)", "a line after the export's trailer"));
+        }
         let text = std::str::from_utf8(&buf).map_err(|_| at("(line)", "not utf-8"))?;
+        if text.starts_with("{\"trailer\":") {
+            if !chunk.is_empty() {
+                head = Some(ledger.append_sealed(head, &chunk, &index)?);
+                chunk.clear();
+                index.clear();
+            }
+            check_trailer(text, head, source, lineno)?;
+            trailed = true;
+            continue;
+        }
         let parsed: ExportLine = serde_json::from_str(text)
             .map_err(|e| at("(line)", &format!("not an export line: {e}")))?;
         let bytes = hex::decode(&parsed.record_hex).map_err(|_| at("record_hex", "not hex"))?;
@@ -220,6 +319,12 @@ fn build(
         head = Some(ledger.append_sealed(head, &chunk, &index)?);
     }
     let head = head.ok_or_else(|| Error::input(format!("{source}: no records")))?;
+    if trailer == TrailerRule::Required && !trailed {
+        return Err(Error::input(format!(
+            "{source}: no trailer line after record {}: the export is cut short, or was written before exports had trailers (import such an older export with --untrailed, knowing that a cut file then imports as a shorter ledger)",
+            head.seq
+        )));
+    }
     let report = ledger.verify()?;
     if let Some(d) = report.damage {
         return Err(Error::input(format!(

@@ -85,12 +85,28 @@ pub struct Ledger {
 /// readable by others.
 fn prepare_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if !dir.exists() {
+    if let Ok(meta) = fs::metadata(dir) {
+        if !meta.is_dir() {
+            return Err(Error::input(format!(
+                "{} exists and is not a directory; a ledger is a directory",
+                dir.display()
+            )));
+        }
+    } else {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+            .map_err(|e| match e.kind() {
+                // a component of the path is a regular file: bad input
+                std::io::ErrorKind::NotADirectory | std::io::ErrorKind::AlreadyExists => {
+                    Error::input(format!(
+                        "cannot create the ledger directory {}: {e} (a part of the path is a file, not a directory)",
+                        dir.display()
+                    ))
+                }
+                _ => Error::io(format!("create {}", dir.display()), e),
+            })?;
     }
     let mode = fs::metadata(dir)
         .map_err(|e| Error::io(format!("stat {}", dir.display()), e))?
@@ -246,8 +262,10 @@ impl Ledger {
         }
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
+        let store = SledStore::open(dir)?;
+        check_genesis_format(&store, dir)?;
         let ledger = Ledger {
-            store: SledStore::open(dir)?,
+            store,
             dir: dir.to_path_buf(),
             _lock: file,
         };
@@ -615,6 +633,31 @@ impl Ledger {
             dir: dir.to_path_buf(),
             _lock: file,
         })
+    }
+}
+
+/// Refuses a ledger whose genesis declares a format this build does not
+/// read, naming both (exit 2): its records mean what that format says, not
+/// what this build would read into them. Genesis bytes that do not read or
+/// decode are left to the verified walk, which names them as damage.
+fn check_genesis_format(store: &SledStore, dir: &Path) -> Result<()> {
+    let Some(value) = store.value(0).ok().flatten() else {
+        return Ok(());
+    };
+    let Some((_, _, bytes)) = chain::split_value(&value) else {
+        return Ok(());
+    };
+    match Record::decode(bytes) {
+        Ok(Decoded {
+            event: Event::LedgerCreated(g),
+            ..
+        }) if g.format_version != FORMAT_VERSION => Err(Error::input(format!(
+            "ledger {}: its genesis declares format_version {}; this build of benchledger reads format {FORMAT_VERSION} only (use a benchledger that reads format {})",
+            dir.display(),
+            g.format_version,
+            g.format_version
+        ))),
+        _ => Ok(()),
     }
 }
 

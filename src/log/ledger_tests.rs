@@ -357,7 +357,14 @@ fn export_import_round_trips_byte_identically() {
     let mut out = Vec::new();
     crate::log::export::export_jsonl(&l, &mut out).unwrap();
     let target = t.path().join("copy");
-    let head = crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &target, WAIT).unwrap();
+    let head = crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &target,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     assert_eq!(head, l.head().unwrap());
     let copy = Ledger::open(&target, WAIT).unwrap();
     assert!(copy.verify().unwrap().ok());
@@ -424,7 +431,13 @@ fn tampered_exports_are_refused_and_leave_nothing() {
     ];
     for (i, (bad, what)) in cases.iter().enumerate() {
         let target = t.path().join(format!("bad{i}"));
-        let r = crate::log::export::import_jsonl(&mut bad.as_bytes(), "mem", &target, WAIT);
+        let r = crate::log::export::import_jsonl(
+            &mut bad.as_bytes(),
+            "mem",
+            &target,
+            WAIT,
+            crate::log::export::TrailerRule::Optional,
+        );
         assert!(matches!(r, Err(Error::Input(_))), "{what}: {r:?}");
         assert!(!target.exists(), "{what}: a refused import left {target:?}");
         let leftovers: Vec<_> = std::fs::read_dir(t.path())
@@ -444,12 +457,25 @@ fn import_refuses_a_non_empty_target() {
     let target = t.path().join("full");
     std::fs::create_dir(&target).unwrap();
     std::fs::write(target.join("x"), b"x").unwrap();
-    let r = crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &target, WAIT);
+    let r = crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &target,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    );
     assert!(matches!(r, Err(Error::Input(_))));
     // An empty existing directory is fine.
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    crate::log::export::import_jsonl(&mut out.as_slice(), "mem", &empty, WAIT).unwrap();
+    crate::log::export::import_jsonl(
+        &mut out.as_slice(),
+        "mem",
+        &empty,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -459,13 +485,24 @@ fn export_line_length_limit_at_and_past_bound() {
     let mut at = vec![b'x'; EXPORT_LINE_BYTES_MAX];
     at.push(b'\n');
     // At the bound the line is read (and then refused as not json).
-    let e = crate::log::export::import_jsonl(&mut at.as_slice(), "mem", &t.path().join("a"), WAIT)
-        .unwrap_err();
+    let e = crate::log::export::import_jsonl(
+        &mut at.as_slice(),
+        "mem",
+        &t.path().join("a"),
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("not an export line"), "{e}");
     let past = vec![b'x'; EXPORT_LINE_BYTES_MAX + 1];
-    let e =
-        crate::log::export::import_jsonl(&mut past.as_slice(), "mem", &t.path().join("b"), WAIT)
-            .unwrap_err();
+    let e = crate::log::export::import_jsonl(
+        &mut past.as_slice(),
+        "mem",
+        &t.path().join("b"),
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("longer than"), "{e}");
 }
 
@@ -657,7 +694,14 @@ fn a_layout_1_ledger_is_read_and_migrated_by_export_and_import() {
     );
     // the migration: import the export
     let new = t.path().join("new");
-    crate::log::export::import_jsonl(&mut again.as_slice(), "mem", &new, WAIT).unwrap();
+    crate::log::export::import_jsonl(
+        &mut again.as_slice(),
+        "mem",
+        &new,
+        WAIT,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     let migrated = Ledger::open(&new, WAIT).unwrap();
     assert_eq!(migrated.layout(), Layout::Segments);
     let mut third = Vec::new();
@@ -696,4 +740,57 @@ fn an_unreadable_store_item_is_storage_unreadable_damage_at_its_first_seq() {
     let next = items[2].0;
     assert_eq!(d.seq, next, "{d}");
     assert!(l.read(first).is_ok());
+}
+
+/// A genesis record that declares `format_version`, sealed.
+fn genesis_declaring(format_version: u16) -> Sealed {
+    let draft = Draft {
+        actor: "ci".into(),
+        event: Event::LedgerCreated(LedgerCreated {
+            ledger_id: "00".repeat(16),
+            format_version,
+            tool_version: TOOL_VERSION.into(),
+        }),
+        idempotency_key: None,
+    };
+    let payload = crate::log::codec::encode_payload(&draft.event).unwrap();
+    Sealed::new(
+        chain::ZERO_HASH,
+        0,
+        encode_draft(&draft, payload, 0, 1).unwrap(),
+    )
+}
+
+#[test]
+fn a_ledger_of_another_format_is_refused_naming_both_versions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("l");
+    {
+        let l = Ledger::create_empty(&dir, WAIT).unwrap();
+        l.append_sealed(None, &[genesis_declaring(FORMAT_VERSION + 1)], &[])
+            .unwrap();
+    }
+    let e = Ledger::open(&dir, WAIT).err().expect("refused");
+    let text = e.to_string();
+    assert_eq!(e.class(), crate::error::ExitClass::BadInput, "{text}");
+    assert!(
+        text.contains(&format!("format_version {}", FORMAT_VERSION + 1))
+            && text.contains(&format!("reads format {FORMAT_VERSION}")),
+        "the refusal names both versions: {text}"
+    );
+    // and the verified walk names it as a bad genesis
+    let sealed = genesis_declaring(FORMAT_VERSION + 1);
+    let Err(d) = Walker::from_genesis().step(&0u64.to_be_bytes(), &sealed.value()) else {
+        panic!("a walk refuses it")
+    };
+    assert_eq!(d.kind, DamageKind::BadGenesis);
+    assert!(d.to_string().contains("format_version 2"), "{d}");
+    // the format this build writes opens
+    let ok = tmp.path().join("ok");
+    {
+        let l = Ledger::create_empty(&ok, WAIT).unwrap();
+        l.append_sealed(None, &[genesis_declaring(FORMAT_VERSION)], &[])
+            .unwrap();
+    }
+    assert!(Ledger::open(&ok, WAIT).unwrap().verify().unwrap().ok());
 }

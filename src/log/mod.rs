@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod record;
 pub(crate) mod scan;
 pub mod segment;
+pub mod staging;
 pub mod store;
 pub mod tlog;
 pub mod tree;

@@ -74,6 +74,9 @@ crate::schema::named::named_enum! {
         Window = "window",
         /// A Harbor retry in the job's files: the `manifest` row (CASE-5).
         Retries = "retries",
+        /// More than one attempt of the case in its job (BIND-11): the
+        /// `manifest` row.
+        Attempts = "attempts",
     }
 }
 
@@ -129,6 +132,23 @@ fn config_mismatch(
     launched_blake3: &str,
     r: &TrialResultRecordedV2,
 ) -> Option<Mismatch> {
+    // BIND-11: the trial's own config.json is compared like the embedded one.
+    let own: Vec<String> = r
+        .config_differences
+        .iter()
+        .filter_map(|d| d.strip_prefix(crate::schema::trial_content::OWN_CONFIG_FILE_PREFIX))
+        .map(str::to_string)
+        .collect();
+    if !own.is_empty() {
+        return Some(Mismatch {
+            kind: MismatchKind::Config,
+            detail: format!(
+                "the trial's own config.json is not the launched config: differs at {} ({})",
+                crate::method::verdict::name_some(&own),
+                crate::schema::rule::Rule::Bind11
+            ),
+        });
+    }
     let detail = if r.config_content_blake3.is_empty() {
         "the result was recorded without its TrialConfig's content (trial_result_recorded.v1)"
             .to_string()
@@ -221,6 +241,33 @@ fn window_mismatch(
     })
 }
 
+/// BIND-11: the job ran one attempt of the case (its config's `n_attempts`
+/// and its trial directories for the case). Nothing to check when the
+/// result's facts were not recorded (ledgers from before
+/// `trial_facts_recorded.v1`).
+fn attempts_mismatch(c: &CaseState) -> Option<Mismatch> {
+    let (_, f) = c.facts.as_ref()?;
+    let attempts = f
+        .n_attempts
+        .filter(|n| *n != 1)
+        .map(|n| format!("the job's n_attempts is {n}"));
+    let trials = (f.trials_for_case > 1).then(|| {
+        format!(
+            "{} trial directories of the job map to this case",
+            f.trials_for_case
+        )
+    });
+    let counts: Vec<String> = attempts.into_iter().chain(trials).collect();
+    (!counts.is_empty()).then(|| Mismatch {
+        kind: MismatchKind::Attempts,
+        detail: format!(
+            "one attempt per case ({}): {}",
+            crate::schema::rule::Rule::Bind11,
+            counts.join("; ")
+        ),
+    })
+}
+
 /// The Harbor retries a job's files show: (where, count) for each non-zero.
 pub fn job_retries(j: &HarborJobRecorded) -> Vec<String> {
     [
@@ -286,6 +333,7 @@ pub fn result_mismatches(l: &LineageState, group: &str, case: &CaseRef) -> Vec<M
         r,
     ));
     out.extend(window_mismatch(&rules, c, *started_at, *result_at, r));
+    out.extend(attempts_mismatch(c));
     out.extend(retries_mismatch(g, &r.trial_name));
     out
 }
@@ -388,6 +436,15 @@ pub fn judge(l: &LineageState, group: &str, case: &CaseRef) -> Judged {
     let Some((_, r)) = &c.result else {
         return out;
     };
+    // BIND-11: a second, different result for the trial (the ingest keeps
+    // only a different one) leaves no result to trust.
+    if let Some(seq) = c.result_seqs.get(1) {
+        out.why_invalid.push(format!(
+            "a second, different result was recorded at seq {seq} ({}, {})",
+            crate::schema::rule::Rule::Bind11,
+            crate::schema::rule::Rule::Bind2
+        ));
+    }
     if let Some(e) = r.exception_type.as_ref().filter(|e| !accepted.contains(e)) {
         out.why_invalid.push(format!("exception {e}"));
     }

@@ -13,7 +13,7 @@ use crate::schema::events::{
     CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied,
     GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen,
     Protocol, ReceiptState, ReconciliationStatus, RunLeased, SecurityRefusalRecorded, SignOffRole,
-    Status, TokenBuckets, TraceStatus, TrialResultRecordedV2, UsageOrigin,
+    Status, TokenBuckets, TraceStatus, TrialFactsRecorded, TrialResultRecordedV2, UsageOrigin,
 };
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
@@ -72,6 +72,8 @@ pub struct CaseState {
     pub result: Option<(At, TrialResultRecordedV2)>,
     /// Seqs of every TrialResult of this identity (exactly one is the rule).
     pub result_seqs: Vec<u64>,
+    /// The timestamps and attempt counts of its first result (BIND-11).
+    pub facts: Option<(At, Box<TrialFactsRecorded>)>,
     /// Its sanitized 403 evidence (CASE-6).
     pub refusals: Vec<(At, SecurityRefusalRecorded)>,
     /// Made terminal-invalid on non-result evidence (CASE-3, CASE-8).
@@ -781,6 +783,11 @@ impl State {
             Event::SecurityRefusalRecorded(e) => {
                 self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
                     c.refusals.push((at, e.clone()));
+                })
+            }
+            Event::TrialFactsRecorded(e) => {
+                self.case(&e.group.lineage, &e.group.group, &e.case, |c| {
+                    c.facts.get_or_insert_with(|| (at, Box::new(e.clone())));
                 })
             }
             Event::CaseInvalidated(e) => {

@@ -874,7 +874,10 @@ fn failed_cases_and_skips(out: &mut String, failures: &Failures) -> fmt::Result 
             writeln!(
                 out,
                 "  - {} {}: {} ({})",
-                failed.group, failed.case, failed.status, failed.why
+                failed.group,
+                crate::schema::strings::inert(&failed.case),
+                failed.status,
+                crate::schema::strings::inert(&failed.why)
             )?;
         }
     }
@@ -883,7 +886,7 @@ fn failed_cases_and_skips(out: &mut String, failures: &Failures) -> fmt::Result 
             out,
             "- Skipped {} {} ({}): evidence `{}`; cost of both failed attempts: {}",
             skip.group,
-            skip.case,
+            crate::schema::strings::inert(&skip.case),
             skip.class,
             skip.evidence_blake3.join("`, `"),
             skip.failed_attempts_cost
@@ -1018,13 +1021,14 @@ fn plus_sign(ratio: &Ratio) -> &'static str {
 }
 
 /// A row's evidence text, then the request ids behind a failing join
-/// row's counts.
+/// row's counts, inert (BIND-10).
 fn evidence_with_ids(row: &RowLine) -> String {
-    if row.ids.is_empty() {
+    let text = if row.ids.is_empty() {
         row.evidence.clone()
     } else {
         format!("{}; {}", row.evidence, ids_text(&row.ids))
-    }
+    };
+    crate::schema::strings::inert(&text).into_owned()
 }
 
 /// The footnote of a table whose rounding to the cent hides a difference,
@@ -1049,7 +1053,7 @@ fn capitalized(text: &str) -> String {
 
 /// Text safe inside a table cell.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    crate::schema::strings::inert(text).replace('|', "\\|")
 }
 
 /// `a 1, b 2`, or `none`.

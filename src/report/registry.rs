@@ -93,7 +93,7 @@ pub fn registry(
         return Err(Error::Refused {
             rule: Rule::Report7,
             message: format!(
-                "a terminal_bench_2_1 registry entry comes only from accepted evidence of a public-reproduction lineage (all 89 tasks x 5 trials); lineage {label} is {}: {} (CLASS-2)",
+                "a terminal_bench_2_1 registry entry comes only from accepted evidence of a public-reproduction lineage (all 89 tasks x 5 trials); lineage {label} is {}: {}",
                 manifest.run.class.as_str(),
                 allowed_claim(manifest)
             ),

@@ -18,8 +18,10 @@ const BOTTOM: i128 = 370;
 /// The x of the "no cost" lane, left of the y axis.
 const NO_COST_LANE: i128 = LEFT - 70;
 
+/// Text inert (BIND-10) and escaped for XML.
 fn xml(text: &str) -> String {
-    text.replace('&', "&amp;")
+    crate::schema::strings::inert(text)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

@@ -224,6 +224,10 @@ vocabulary! {
     CommandKilled(CommandKilled) = "command_killed.v1",
     /// A driver's lease on a group, taken, renewed or released (RUN-2).
     RunLeased(RunLeased) = "run_leased.v1",
+    /// What a Harbor TrialResult says besides what its record keeps, in the
+    /// same batch: every timestamp it carries and the job's attempt counts
+    /// (BIND-11).
+    TrialFactsRecorded(TrialFactsRecorded) = "trial_facts_recorded.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -279,6 +283,30 @@ pub type NumberText = String;
 // ---------------------------------------------------------------------------
 // Genesis and notes
 // ---------------------------------------------------------------------------
+
+/// What a Harbor TrialResult says besides what `trial_result_recorded.v2`
+/// keeps (BIND-11): every timestamp it carries, by field path, and the
+/// attempt counts of the job it ran in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialFactsRecorded {
+    /// The group.
+    pub group: GroupRef,
+    /// The ledger case the result belongs to.
+    pub case: CaseRef,
+    /// Harbor's trial name (the directory name).
+    pub trial_name: String,
+    /// BLAKE3 of the result file the facts were read from, hex.
+    pub result_blake3: String,
+    /// Every timestamp of the result outside its embedded TrialConfig, by
+    /// field path (`started_at`, `agent_execution.started_at`,
+    /// `exception_info.occurred_at`), as written.
+    pub times: BTreeMap<String, String>,
+    /// The job configuration's `n_attempts`, when the job's `config.json`
+    /// says it.
+    pub n_attempts: Option<u64>,
+    /// How many trial directories of the job map to this case identity.
+    pub trials_for_case: u64,
+}
 
 /// The genesis payload: which ledger this is and what created it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -1210,7 +1238,9 @@ pub struct TrialResultRecordedV2 {
     /// by value (BIND-1); the same digest of the launched config must equal it.
     pub config_content_blake3: String,
     /// Field paths where the embedded TrialConfig's content differs from the
-    /// case's frozen rendering, as found at ingest (names only, never values).
+    /// case's frozen rendering, as found at ingest (names only, never values);
+    /// those prefixed `config.json: ` are where the trial's own config.json
+    /// differs from it (BIND-11).
     pub config_differences: Vec<String>,
     /// The verifier's reward files, in name order (BIND-2).
     pub reward_files: Vec<RewardFile>,

@@ -54,6 +54,10 @@ pub const AWS_SECRET_KEY_BYTES: usize = 40;
 /// Fewest bytes of an AWS session token value.
 pub const AWS_SESSION_TOKEN_BYTES_MIN: usize = 100;
 
+/// Most letters, `_` or `-` read after the word `secret` before its value
+/// (`secret_key`, `SecretValue`, `secret-access-key`).
+pub const SECRET_WORD_TAIL_BYTES_MAX: usize = 16;
+
 /// One credential shape found in a text; never carries the matched value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretFinding {
@@ -612,6 +616,55 @@ fn match_assignment(bytes: &[u8], at: usize, rule: &AssignmentRule) -> bool {
     }
 }
 
+/// An AWS secret access key named by the word `secret` alone, without its
+/// key id: a traceback's "signing with secret <key>", a note's
+/// `secret=<key>`, a `client_secret: <key>` (BIND-8). The word (any case,
+/// then at most [`SECRET_WORD_TAIL_BYTES_MAX`] letters, `_` or `-`), a
+/// separator (blanks, quotes, `=`, `:`), then exactly
+/// [`AWS_SECRET_KEY_BYTES`] base64 bytes that mix upper and lower case with a
+/// digit, `+` or `/` (so a hex digest or a word is not one), nothing base64 or
+/// masked after.
+fn match_lone_aws_secret(bytes: &[u8], at: usize) -> bool {
+    if !starts_with_ci_at(bytes, at, b"secret") {
+        return false;
+    }
+    let word_end = at + 6;
+    let tail = run_len(
+        bytes,
+        word_end,
+        |b| b.is_ascii_alphabetic() || b == b'_' || b == b'-',
+        SECRET_WORD_TAIL_BYTES_MAX + 1,
+    );
+    if tail > SECRET_WORD_TAIL_BYTES_MAX {
+        return false;
+    }
+    let gap_at = word_end + tail;
+    let gap = run_len(
+        bytes,
+        gap_at,
+        is_separator,
+        ASSIGNMENT_SEPARATOR_BYTES_MAX + 1,
+    );
+    if gap == 0 || gap > ASSIGNMENT_SEPARATOR_BYTES_MAX {
+        return false;
+    }
+    let value = gap_at + gap;
+    let n = AWS_SECRET_KEY_BYTES;
+    if run_len(bytes, value, is_b64, n + 1) != n
+        || bytes
+            .get(value + n)
+            .is_some_and(|&b| is_b64_padded(b) || is_b64url(b) || is_mask(b))
+    {
+        return false;
+    }
+    let key = &bytes[value..value + n];
+    key.iter().any(u8::is_ascii_uppercase)
+        && key.iter().any(u8::is_ascii_lowercase)
+        && key
+            .iter()
+            .any(|&b| b.is_ascii_digit() || b == b'+' || b == b'/')
+}
+
 // ---------------------------------------------------------------------------
 // Dispatch.
 
@@ -739,6 +792,9 @@ fn match_shape_at(bytes: &[u8], at: usize) -> Option<&'static str> {
     if let Some(rule) = assignment {
         return Some(rule.shape);
     }
+    if match_lone_aws_secret(bytes, at) {
+        return Some("aws_secret_access_key");
+    }
     if !left_boundary(bytes, at, is_alnum) {
         return None;
     }
@@ -841,6 +897,21 @@ mod tests {
                 "aws_secret_access_key",
                 before,
                 f.body(B64, 40),
+                after,
+            ));
+        }
+        // BIND-8: a secret access key without its key id, named by the word
+        // `secret` alone (a traceback, a note, an OAuth-style field).
+        for (before, after) in [
+            ("botocore: signing with secret ", " for s3"),
+            ("secret=", ""),
+            ("{\"client_secret\": \"", "\"}"),
+            ("SecretKey: ", "\n"),
+        ] {
+            v.push(sample(
+                "aws_secret_access_key",
+                before,
+                p(&["Ab1", &f.body(B64, 37)]),
                 after,
             ));
         }
@@ -1252,6 +1323,14 @@ mod tests {
         v.push(f.body(B64, 40));
         v.push(format!("checksum: {}", f.body(B64, 40)));
         v.push(format!("git sha {}", f.body(HEX, 40)));
+        // The word `secret` before what is not an AWS secret access key: a
+        // hex digest, a word, a mask, one byte short or long, a path.
+        v.push(format!("secret: {}", f.body(HEX, 40)));
+        v.push(format!("secret {}", f.body(LOWER, 40)));
+        v.push(format!("secret={}", "*".repeat(40)));
+        v.push(format!("secret {}", p(&["Ab1", &f.body(B64, 36)])));
+        v.push(format!("secret {}", p(&["Ab1", &f.body(B64, 38)])));
+        v.push("the secret is kept in /run/secrets/aws".to_string());
         // Base64 blobs, including base64 JSON (starts `eyJ`) without dots.
         v.push(p(&["ey", "J", &f.body(B64, 120), "=="]));
         v.push(p(&[
@@ -1359,6 +1438,27 @@ mod tests {
         let session = |n: usize| format!("aws_session_token={}", Fake(23).body(B64, n));
         assert!(scan(&session(AWS_SESSION_TOKEN_BYTES_MIN)).is_some());
         assert_eq!(scan(&session(AWS_SESSION_TOKEN_BYTES_MIN - 1)), None);
+    }
+
+    #[test]
+    fn a_lone_aws_secret_needs_only_the_word_secret() {
+        let key = p(&["Ab1", &Fake(29).body(B64, 37)]);
+        for text in [
+            format!("botocore.exceptions: signing with secret {key} failed"),
+            format!("secret={key}"),
+        ] {
+            assert_eq!(
+                scan(&text).map(|f| f.shape),
+                Some("aws_secret_access_key"),
+                "BIND-8: a 40-byte AWS secret without its key id is a credential"
+            );
+        }
+        let tail = |n: usize| format!("secret{}={key}", "_".repeat(n));
+        assert!(
+            scan(&tail(SECRET_WORD_TAIL_BYTES_MAX)).is_some(),
+            "BIND-8: the word tail at its bound"
+        );
+        assert_eq!(scan(&tail(SECRET_WORD_TAIL_BYTES_MAX + 1)), None);
     }
 
     #[test]

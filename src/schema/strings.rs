@@ -180,6 +180,46 @@ impl ser::SerializeMap for &mut Visitor<'_> {
     }
 }
 
+/// Whether `c` can change how text around it looks on a terminal or in a
+/// rendered document: a control character (C0, DEL, C1: carriage return,
+/// escape sequences, backspace), a bidirectional override, embedding,
+/// isolate or mark, or an invisible joiner, separator or byte order mark.
+fn is_display_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+/// Untrusted text made inert for display (BIND-10): every character of
+/// `is_display_control` written as `\u{XXXX}` (`\n`, `\r`, `\t` as such),
+/// and a backslash doubled, so an escaped form never passes for text the
+/// evidence did not hold. Text without such characters comes back as it
+/// is. The one escaping of every human output (`gate`, `replay`, `report`,
+/// `lineage show`); the stored bytes stay exact.
+pub fn inert(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| is_display_control(c) || c == '\\') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_display_control(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `s` as a JSON string: `"` and `\` escaped, control characters below
 /// U+0020 as `\b \f \n \r \t` or `\u00xx` (lowercase hex), everything else
 /// as UTF-8 (no `\u` escapes for non-ASCII, `/` not escaped).
@@ -204,6 +244,23 @@ pub fn push_json_string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inert_text_escapes_every_display_control_and_keeps_the_rest() {
+        let evil = "id\r\u{1b}[2K  requests      holds\u{202e}sdloh\u{2066}\u{7f}\u{85}\\u{1b}";
+        let shown = inert(evil);
+        assert!(
+            !shown.chars().any(is_display_control),
+            "BIND-10: no control, escape, carriage return or bidi override is shown raw: {shown:?}"
+        );
+        assert_eq!(
+            shown,
+            "id\\r\\u{001b}[2K  requests      holds\\u{202e}sdloh\\u{2066}\\u{007f}\\u{0085}\\\\u{1b}",
+            "BIND-10: each is shown as an escape, and a backslash in the text is doubled"
+        );
+        let plain = "r1-fix-git-t1 ñ 日本 (ok)";
+        assert!(matches!(inert(plain), std::borrow::Cow::Borrowed(p) if p == plain));
+    }
 
     /// The visitor sees every string the JSON walk lists except struct
     /// field names and enum variant names (fixed snake_case identifiers,

@@ -199,6 +199,26 @@ fn diff(a: Option<&Node>, b: Option<&Node>, path: &str, out: &mut Vec<String>) {
     }
 }
 
+/// The prefix of a recorded difference found in the trial's own
+/// `config.json` rather than in the TrialConfig embedded in its result
+/// (BIND-11: the file is compared like the embedded config).
+pub const OWN_CONFIG_FILE_PREFIX: &str = "config.json: ";
+
+/// The differences of a trial's own `config.json` (its bytes, or why they
+/// do not parse) from the launched config, each prefixed with
+/// [`OWN_CONFIG_FILE_PREFIX`]; names only, never values.
+pub fn own_config_differences(launched: &Value, file: Result<&Value, &str>) -> Vec<String> {
+    match file {
+        Ok(v) => differences(launched, v)
+            .into_iter()
+            .map(|d| format!("{OWN_CONFIG_FILE_PREFIX}{d}"))
+            .collect(),
+        Err(why) => vec![format!(
+            "{OWN_CONFIG_FILE_PREFIX}(not a TrialConfig: {why})"
+        )],
+    }
+}
+
 /// The field paths (`agent.model_name`, `agent.kwargs.api_base`) where the
 /// contents of two TrialConfigs differ; names only, never values.
 pub fn differences(a: &Value, b: &Value) -> Vec<String> {
@@ -211,6 +231,24 @@ pub fn differences(a: &Value, b: &Value) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_trial_config_file_is_compared_like_the_embedded_one() {
+        // rule BIND-11
+        let launched = json!({"agent": {"name": "terminus-2", "model_name": "bitrouter/@auto"}});
+        let edited = json!({"agent": {"name": "terminus-2", "model_name": "openai/gpt-5"}});
+        assert_eq!(
+            own_config_differences(&launched, Ok(&edited)),
+            vec![format!("{OWN_CONFIG_FILE_PREFIX}agent.model_name")],
+            "BIND-11: the file's difference is named under config.json"
+        );
+        assert!(own_config_differences(&launched, Ok(&launched)).is_empty());
+        let broken = own_config_differences(&launched, Err("line 1: duplicate key"));
+        assert!(
+            broken.len() == 1 && broken[0].starts_with(OWN_CONFIG_FILE_PREFIX),
+            "BIND-11: a config.json that does not parse is a difference, never skipped: {broken:?}"
+        );
+    }
 
     const SHARED: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

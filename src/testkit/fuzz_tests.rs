@@ -810,6 +810,7 @@ fn fuzz_export_import() {
                 "fuzz.jsonl",
                 &dir,
                 std::time::Duration::from_secs(5),
+                crate::log::export::TrailerRule::Optional,
             );
             let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
                 .unwrap()
@@ -1252,7 +1253,14 @@ fn fuzz_checkpoint_decoder() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ledger");
     let mut input = std::io::BufReader::new(std::fs::File::open(src).unwrap());
-    crate::log::export::import_jsonl(&mut input, "fuzz", &dir, std::time::Duration::ZERO).unwrap();
+    crate::log::export::import_jsonl(
+        &mut input,
+        "fuzz",
+        &dir,
+        std::time::Duration::ZERO,
+        crate::log::export::TrailerRule::Optional,
+    )
+    .unwrap();
     let ledger = crate::log::ledger::Ledger::open(&dir, std::time::Duration::ZERO).unwrap();
     let head = ledger.head().unwrap();
     let mut seeds = Vec::new();

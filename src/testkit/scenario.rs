@@ -97,6 +97,9 @@ pub struct ResultShape {
     pub early: bool,
     /// Rewards under other keys than the frozen one.
     pub other_reward_keys: bool,
+    /// The trial's own config.json edited after launch (another model, a
+    /// direct api_base) while the embedded TrialConfig is the launched one.
+    pub own_config: bool,
 }
 
 /// How a request is settled.
@@ -477,6 +480,16 @@ impl World {
             config_content_blake3: content,
             config_differences: if shape.other_config {
                 vec!["agent.kwargs.api_base".into(), "agent.model_name".into()]
+            } else if shape.own_config {
+                ["agent.kwargs.api_base", "agent.model_name"]
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{}{d}",
+                            crate::schema::trial_content::OWN_CONFIG_FILE_PREFIX
+                        )
+                    })
+                    .collect()
             } else {
                 vec![]
             },
@@ -1358,6 +1371,7 @@ fn end_case(w: &mut World, ls: &LineageSpec, group: &str, ids: &[CaseRef], i: us
             other_config: pick("other_config").as_ref() == Some(case),
             early: pick("early_timestamps").as_ref() == Some(case),
             other_reward_keys: pick("multi_key_reward").as_ref() == Some(case),
+            own_config: false,
         };
         w.result_with(group, case, Some(reward), None, &shape);
     }

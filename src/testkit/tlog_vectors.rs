@@ -81,6 +81,8 @@ pub fn tlog_json() -> String {
         unreachable!("the vector chain starts with genesis")
     };
     let origin = crate::log::tree::origin_of(&genesis.ledger_id);
+    // The chain's signed checkpoint: the last checkpoint record (kinds
+    // added after it follow it in vocabulary order).
     let Some((last, recorded)) = chain.iter().rev().find_map(|v| match &v.decoded.event {
         Event::CheckpointRecorded(c) => Some((v, c)),
         _ => None,

@@ -50,6 +50,32 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     let checkpoint = checkpoint_of(&events, &alice);
     events.push((Event::CheckpointRecorded(checkpoint), None));
     events.extend(driver_events(&frozen.lineage));
+    events.push((
+        Event::TrialFactsRecorded(crate::schema::events::TrialFactsRecorded {
+            group: crate::schema::events::GroupRef {
+                lineage: frozen.lineage.clone(),
+                group: "control".into(),
+            },
+            case: crate::schema::events::CaseRef {
+                task: "fix-git".into(),
+                trial: "t1".into(),
+                replacement: 0,
+            },
+            trial_name: "fix-git__control-t1".into(),
+            result_blake3: hex64("result"),
+            times: [
+                ("agent_execution.started_at", "2026-11-20T10:00:05Z"),
+                ("finished_at", "2026-11-20T10:04:00Z"),
+                ("started_at", "2026-11-20T10:00:00Z"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            n_attempts: Some(1),
+            trials_for_case: 1,
+        }),
+        Some("harbor-trial-facts:example".into()),
+    ));
     events
 }
 

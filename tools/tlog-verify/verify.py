@@ -720,11 +720,22 @@ def export_leaves(text: str) -> list[bytes]:
     each `prev_hash` the previous line's `hash` (the record hashes themselves
     are SPEC section 9's check, not this tool's)."""
     leaves, prev = [], bytes(32)
-    for i, line in enumerate(text.splitlines()):
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         try:
             doc = json.loads(line)
         except ValueError as e:
             fail(f"export line {i + 1} does not parse: {e}")
+        if isinstance(doc, dict) and "trailer" in doc:
+            # The trailer (SPEC section 9): the last line, naming how many
+            # records precede it and the head they end at.
+            if i != len(lines) - 1:
+                fail(f"export line {i + 1}: a line after the trailer")
+            if doc.get("records") != i or doc.get("head_seq") != i - 1 or hex32(
+                str(doc.get("head_hash")), "head_hash"
+            ) != prev:
+                fail(f"export line {i + 1}: the trailer does not name the {i} records before it")
+            break
         if not isinstance(doc, dict) or doc.get("seq") != i:
             fail(f"export line {i + 1} is not seq {i}")
         if hex32(str(doc.get("prev_hash")), "prev_hash") != prev:

@@ -162,6 +162,31 @@ fn join_requests(g: &GroupState, j: &mut Joins) -> BTreeSet<String> {
     trace_ids
 }
 
+/// How an extra decision joined by commitment is named (JOIN-1): the id of
+/// this group's request (a usage row, a receipt, an outcome without a
+/// trace) whose ingress commitment it is, else the commitment itself
+/// (`sha256:...`: no record names its id). The row's own `request_id` is
+/// BitRouter's opaque invocation id, never the request's. Only the name:
+/// membership stays by trace (JOIN-2).
+/// `names` (commitment -> id over the group's requests) is built once, at
+/// the first extra decision.
+fn extra_decision_name(
+    g: &GroupState,
+    c: &str,
+    names: &mut Option<BTreeMap<String, String>>,
+) -> String {
+    let names = names.get_or_insert_with(|| {
+        g.requests
+            .keys()
+            .map(|id| (ingress_commitment(id.as_str()), id.to_string()))
+            .collect()
+    });
+    names
+        .get(c)
+        .cloned()
+        .unwrap_or_else(|| format!("sha256:{c}"))
+}
+
 /// D: by commitment when every decision carries one, else by request id; a
 /// decision with neither, or a mix, is weak attribution (JOIN-4).
 fn join_decisions(g: &GroupState, trace_ids: &BTreeSet<String>, j: &mut Joins) {
@@ -184,6 +209,7 @@ fn join_decisions(g: &GroupState, trace_ids: &BTreeSet<String>, j: &mut Joins) {
         BTreeMap::new()
     };
     let mut decision_ids = BTreeSet::new();
+    let mut names = None;
     for (index, (seq, d)) in g.decisions.iter().enumerate() {
         let resolved = match j.decision_key {
             DecisionKey::Commitment => {
@@ -191,7 +217,8 @@ fn join_decisions(g: &GroupState, trace_ids: &BTreeSet<String>, j: &mut Joins) {
                 match by_commitment.get(&c) {
                     Some(id) => Some((*id).clone()),
                     None => {
-                        j.extra_decisions.push(format!("sha256:{c}"));
+                        j.extra_decisions
+                            .push(extra_decision_name(g, &c, &mut names));
                         None
                     }
                 }

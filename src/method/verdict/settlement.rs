@@ -284,18 +284,28 @@ pub fn settle_request(m: &ManifestFile, id: &str, r: &RequestState) -> RequestSe
     match r.receipts.last() {
         Some((_, receipt)) => {
             out.receipt_micro_usd = receipt.final_charge_micro_usd;
-            settle_by_receipt(out, receipt.state, &repricing.no_price_reason)
+            let unpriced = matches!(
+                repricing.recomputed,
+                Some(Charge::Unknown { .. } | Charge::Invalid { .. })
+            );
+            settle_by_receipt(out, receipt.state, &repricing.no_price_reason, unpriced)
         }
         None => settle_by_usage(out, usage, repricing),
     }
 }
 
 /// The latest receipt decides (SETTLE-5): a computed receipt is
-/// cross-checked against the frozen prices when they give a charge.
+/// cross-checked against the frozen prices when they give a charge. On a
+/// frozen route whose prices leave a bucket it bills unpriced (`unpriced`:
+/// no cache price and no declared fallback, SETTLE-3) the receipt cannot be
+/// cross-checked and is not settlement evidence:
+/// `authoritative_pricing_not_found`, unknown, as the same request without
+/// the receipt.
 fn settle_by_receipt(
     out: RequestSettlement,
     receipt: ReceiptState,
     no_price_reason: &str,
+    unpriced: bool,
 ) -> RequestSettlement {
     match receipt {
         ReceiptState::Pending => out.pending("the latest receipt is pending"),
@@ -308,6 +318,9 @@ fn settle_by_receipt(
                     "authoritative_charge_mismatch: receipt {receipt_charge} micro-USD, frozen prices give {recomputed} (SETTLE-5)"
                 ))
             }
+            (Some(receipt_charge), None) if unpriced => out.unknown(format!(
+                "authoritative_pricing_not_found: the receipt's {receipt_charge} micro-USD cannot be cross-checked against the frozen prices: {no_price_reason} (SETTLE-5)"
+            )),
             (Some(receipt_charge), recomputed) => {
                 let mut out = out.computed(Series::Actual, receipt_charge);
                 if recomputed.is_none() {

@@ -167,6 +167,50 @@ fn a_missing_cache_price_is_unknown_unless_the_fallback_is_declared() {
 }
 
 #[test]
+fn a_receipt_on_an_unpriced_route_is_not_settlement_evidence() {
+    // rule SETTLE-3, SETTLE-5: the economy route has no cache price and no
+    // fallback; 1,000 cache-read tokens cannot be cross-checked, so a
+    // computed receipt settles nothing, as the same request without it.
+    let mut r = RequestState {
+        traces: smallvec::smallvec![(1, trace("2026-11-20"))],
+        usage: smallvec::smallvec![(
+            2,
+            usage(
+                "ambient",
+                "qwen/qwen3-coder-30b",
+                buckets(100, 1000, 0, 100),
+                Some(380),
+            ),
+        )],
+        ..RequestState::default()
+    };
+    let without = settle_request(&manifest(), "r", &r);
+    assert_eq!(
+        without.state,
+        SettlementState::Unknown,
+        "SETTLE-3: {without:?}"
+    );
+    r.receipts.push((
+        3,
+        ReceiptObs {
+            state: ReceiptState::Computed,
+            final_charge_micro_usd: Some(380),
+        },
+    ));
+    let with = settle_request(&manifest(), "r", &r);
+    assert_eq!(
+        (with.state, with.charge_micro_usd),
+        (SettlementState::Unknown, None),
+        "SETTLE-5: a receipt the frozen prices cannot check is not settlement evidence: {with:?}"
+    );
+    let reason = with.reason.unwrap();
+    assert!(
+        reason.starts_with("authoritative_pricing_not_found") && reason.contains("SETTLE-3"),
+        "SETTLE-5: {reason}"
+    );
+}
+
+#[test]
 fn the_price_record_must_cover_the_request_date() {
     // rule SETTLE-8: the example prices start 2026-11-01.
     let mut r = strong_request(buckets(10, 0, 0, 0), Some(30));
@@ -431,6 +475,41 @@ fn decisions_join_by_ingress_commitment_when_every_decision_carries_one() {
 }
 
 #[test]
+fn an_extra_decision_by_commitment_is_named_by_its_request_id() {
+    // rule JOIN-1: the real daemon's decisions carry only the commitment (and
+    // an opaque invocation id); an extra one is named by the request id of
+    // the usage row it commits to, never only as `sha256:...`.
+    let mut g = policy_group(&[
+        ("trace-1", true, true, false),
+        ("no-trace", false, true, false),
+    ]);
+    for (i, id) in ["trace-1", "no-trace", "nowhere"].into_iter().enumerate() {
+        g.decisions.push((
+            100 + i as u64,
+            crate::method::projections::DecisionObs {
+                request_id: Some(format!("opaque-{i}").into()),
+                commitment: Some(crate::method::projections::Commitment::parse(
+                    &ingress_commitment(id),
+                )),
+                reason: "static_table".into(),
+                selected_tier: Some("economy".into()),
+                selected_model: Some("qwen/qwen3-coder-30b".into()),
+            },
+        ));
+    }
+    let j = joins(&manifest(), "r1", &g);
+    assert_eq!(j.decision_key, DecisionKey::Commitment);
+    assert_eq!(
+        j.extra_decisions,
+        vec![
+            "no-trace".to_string(),
+            format!("sha256:{}", ingress_commitment("nowhere"))
+        ],
+        "JOIN-1: the id where a record names it, the commitment where none does"
+    );
+}
+
+#[test]
 fn a_commitment_keeps_hex_as_bytes_and_anything_else_as_text() {
     // rule JOIN-2: the projection keeps 64 hex digits as 32 bytes (any case,
     // with or without the tag) and other text as recorded, lowercased.
@@ -540,6 +619,159 @@ fn with_cleanup(found: Vec<FoundResource>, central: Option<&str>, peak: u64) -> 
     w.result("canary-1", &case, Some("1"), None);
     w.finish("canary-1", peak, found).unwrap();
     verdict_of(&w, "canary-1")
+}
+
+#[test]
+fn a_trial_config_file_edited_after_launch_invalidates_the_case() {
+    // rule BIND-11: the trial's own config.json is compared like the
+    // embedded TrialConfig; another model and a direct api_base in it make
+    // the case terminal_invalid and fail the manifest row.
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    let shape = crate::testkit::scenario::ResultShape {
+        own_config: true,
+        ..Default::default()
+    };
+    w.result_with("canary-1", &case, Some("1"), None, &shape);
+    let status = crate::method::binding::case_status(lineage(&w), "canary-1", &case);
+    assert_eq!(
+        status,
+        crate::method::projections::CaseStatus::TerminalInvalid,
+        "BIND-11: the case does not count"
+    );
+    let v = verdict_of(&w, "canary-1");
+    let manifest = row(&v, VerdictRow::Manifest);
+    assert!(
+        !manifest.holds
+            && manifest.evidence.contains("config.json")
+            && manifest.evidence.contains("agent.model_name"),
+        "BIND-11: the manifest row names the file and the field: {manifest:?}"
+    );
+    // The same result with an untouched config.json binds.
+    let mut w2 = World::new();
+    w2.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w2.open("canary-1").unwrap();
+    w2.start("canary-1", &case, None).unwrap();
+    w2.result("canary-1", &case, Some("1"), None);
+    assert_eq!(
+        crate::method::binding::case_status(lineage(&w2), "canary-1", &case),
+        crate::method::projections::CaseStatus::TerminalValid
+    );
+}
+
+#[test]
+fn a_second_different_result_for_a_bound_trial_invalidates_the_case() {
+    // rule BIND-11, BIND-2: kept, and the case no longer counts.
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    w.result("canary-1", &case, Some("1"), None);
+    let status = |w: &World| crate::method::binding::judge(lineage(w), "canary-1", &case);
+    assert_eq!(
+        status(&w).status,
+        crate::method::projections::CaseStatus::TerminalValid
+    );
+    let (_, first) = lineage(&w).groups["canary-1"].cases[&case]
+        .result
+        .clone()
+        .unwrap();
+    let mut second = first.clone();
+    second.rewards = Some([("reward".to_string(), "0".to_string())].into());
+    second.result_blake3 = "ab".repeat(32);
+    w.push(vec![Event::TrialResultRecordedV2(Box::new(second))]);
+    let judged = status(&w);
+    assert_eq!(
+        judged.status,
+        crate::method::projections::CaseStatus::TerminalInvalid,
+        "BIND-11: a second, different result leaves no result to trust"
+    );
+    assert!(
+        judged
+            .why_invalid
+            .iter()
+            .any(|w| w.contains("second, different result") && w.contains("BIND-11")),
+        "BIND-11: {judged:?}"
+    );
+}
+
+/// A canary case with a bound result, and the facts of that result with
+/// `edit` applied (BIND-11).
+fn with_facts(edit: impl Fn(&mut crate::schema::events::TrialFactsRecorded)) -> World {
+    let mut w = World::new();
+    w.freeze(EXAMPLE_MANIFEST, EXAMPLE_PRIVATE).unwrap();
+    w.open("canary-1").unwrap();
+    let case = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    w.start("canary-1", &case, None).unwrap();
+    w.result("canary-1", &case, Some("1"), None);
+    let (_, r) = lineage(&w).groups["canary-1"].cases[&case]
+        .result
+        .clone()
+        .unwrap();
+    let mut facts = crate::schema::events::TrialFactsRecorded {
+        group: r.group.clone(),
+        case: case.clone(),
+        trial_name: r.trial_name.clone(),
+        result_blake3: r.result_blake3.clone(),
+        times: [
+            ("started_at", r.started_at.clone().unwrap()),
+            ("finished_at", r.finished_at.clone().unwrap()),
+            ("agent_execution.started_at", r.started_at.clone().unwrap()),
+            ("exception_info.occurred_at", r.finished_at.clone().unwrap()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        n_attempts: Some(1),
+        trials_for_case: 1,
+    };
+    edit(&mut facts);
+    w.push(vec![Event::TrialFactsRecorded(facts)]);
+    w
+}
+
+#[test]
+fn a_job_of_more_than_one_attempt_never_binds() {
+    // rule BIND-11: n_attempts 2, or two trials for one case, fails the
+    // manifest row.
+    let c1 = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    for w in [
+        with_facts(|f| f.n_attempts = Some(2)),
+        with_facts(|f| f.trials_for_case = 2),
+    ] {
+        let j = crate::method::binding::judge(lineage(&w), "canary-1", &c1);
+        assert_eq!(
+            j.status,
+            crate::method::projections::CaseStatus::TerminalInvalid,
+            "BIND-11: {j:?}"
+        );
+        let v = verdict_of(&w, "canary-1");
+        let manifest = row(&v, VerdictRow::Manifest);
+        assert!(
+            !manifest.holds && manifest.evidence.contains("one attempt per case"),
+            "BIND-11: the manifest row names the attempts: {manifest:?}"
+        );
+    }
 }
 
 fn found(resource: &str, id: &str) -> FoundResource {

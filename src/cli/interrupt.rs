@@ -1,0 +1,87 @@
+//! Ctrl-C (SIGINT) and SIGTERM for the verbs that write temporary files
+//! (`import`, `export -o`): the first signal sets a flag that the verb's
+//! reader or writer turns into an error, so the verb removes its temporary
+//! files on the way out (exit 4); a second ends the process at once (exit
+//! 130), and the next run removes what it left (`log::staging`).
+
+use std::io::{self, BufRead, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The flag the handlers set.
+pub(crate) struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// Installs the handlers for this process.
+    pub(crate) fn install() -> Interrupt {
+        let flag = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Failing to install leaves the default (the process ends and the
+            // next run cleans up), so errors are ignored.
+            let _ =
+                signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag));
+            let _ = signal_hook::flag::register(signal, Arc::clone(&flag));
+        }
+        Interrupt(flag)
+    }
+
+    /// An error once a signal arrived.
+    fn check(&self) -> io::Result<()> {
+        if self.0.load(Ordering::SeqCst) {
+            return Err(io::Error::other(
+                "interrupted by a signal; the temporary files were removed",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A reader or writer that fails once the process was interrupted.
+pub(crate) struct Interruptible<'a, T> {
+    inner: T,
+    interrupt: &'a Interrupt,
+}
+
+impl<'a, T> Interruptible<'a, T> {
+    /// `inner`, watching `interrupt`.
+    pub(crate) fn new(inner: T, interrupt: &'a Interrupt) -> Self {
+        Interruptible { inner, interrupt }
+    }
+
+    /// The reader or writer inside.
+    pub(crate) fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<T: Read> Read for Interruptible<'_, T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.interrupt.check()?;
+        let n = self.inner.read(buf)?;
+        self.interrupt.check()?;
+        Ok(n)
+    }
+}
+
+impl<T: BufRead> BufRead for Interruptible<'_, T> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.interrupt.check()?;
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
+    }
+}
+
+impl<T: Write> Write for Interruptible<'_, T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.interrupt.check()?;
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.interrupt.check()?;
+        self.inner.flush()
+    }
+}
