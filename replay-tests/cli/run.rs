@@ -1029,12 +1029,17 @@ mod moto {
 
     /// A ledger on moto: the profile's credentials under the test's HOME.
     fn on_moto(cases: u32, principal: &str) -> (Harness, String, String) {
+        on_moto_at(cases, 1, principal)
+    }
+
+    /// As `on_moto`, at `concurrency`.
+    fn on_moto_at(cases: u32, concurrency: u32, principal: &str) -> (Harness, String, String) {
         assert!(
             std::env::var("BENCHLEDGER_AWS_ENDPOINT_URL").is_ok(),
             "moto tests need BENCHLEDGER_AWS_ENDPOINT_URL: run tools/moto/test-aws.sh"
         );
         let text = private(principal);
-        let (h, url) = ready_with(cases, 1, &text, false);
+        let (h, url) = ready_with(cases, concurrency, &text, false);
         let aws = h.path(".aws");
         std::fs::create_dir_all(&aws).unwrap();
         std::fs::write(
@@ -1303,6 +1308,76 @@ mod moto {
         let r = aws_run(&h, &url, &p);
         assert_ne!(r.code, 0, "{}", r.stderr);
         assert!(records(&h, "case_started.v1").is_empty());
+    }
+
+    #[test]
+    #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+    fn moto_a_slot_is_refilled_while_a_running_cases_sandbox_lives() {
+        let _moto = exclusive();
+        let (h, url, p) = on_moto_at(3, 2, MOTO_PRINCIPAL);
+        // Each launch runs its trial in a run-tagged sandbox carrying its
+        // trial tag (as Harbor's environment does), c1 for 3 s, the others
+        // for 0.5 s, and terminates it before the result appears.
+        let call = format!(
+            "curl -sf -X POST '{}/' -H 'Authorization: AWS4-HMAC-SHA256 Credential=benchledger-test-key/20261203/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0' -H 'Content-Type: application/x-www-form-urlencoded' --data",
+            endpoint()
+        );
+        let launch = h.path("launch.sh");
+        let script = std::fs::read_to_string(&launch).unwrap();
+        let sandbox = format!(
+            "id=$({call} \"Version=2016-11-15&Action=RunInstances&ImageId=ami-0fedcba9876543210&InstanceType=m5.large&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance&TagSpecification.1.Tag.1.Key=benchledger%3Arun&TagSpecification.1.Tag.1.Value={L}&TagSpecification.1.Tag.2.Key=benchledger%3Arole&TagSpecification.1.Tag.2.Value=sandbox&TagSpecification.1.Tag.3.Key=benchledger%3Atrial&TagSpecification.1.Tag.3.Value=$1\" | sed -n 's:.*<instanceId>\\(i-[0-9a-f]*\\)</instanceId>.*:\\1:p' | head -n 1)\ntest -n \"$id\"\ncase \"$1\" in *-c1) sleep 3 ;; *) sleep 0.5 ;; esac\n{call} \"Version=2016-11-15&Action=TerminateInstances&InstanceId.1=$id\" > /dev/null\n"
+        );
+        std::fs::write(
+            &launch,
+            script
+                .replacen("set -e\n", &format!("set -e\n{sandbox}"), 1)
+                .replacen("sleep 0.3\n", "", 1),
+        )
+        .unwrap();
+        let r = aws_run(&h, &url, &p);
+        // No gate of a refill wave stopped the lineage: every residue gate
+        // passed while the other case's sandbox lived (VERDICT-3).
+        assert!(records(&h, "lineage_stopped.v1").is_empty(), "{}", r.stderr);
+        let residue: Vec<Value> = records(&h, "check_recorded.v1")
+            .into_iter()
+            .filter(|r| r["payload"]["check"] == "residue")
+            .collect();
+        assert!(residue.len() >= 2, "a residue gate per wave: {residue:?}");
+        assert!(
+            residue.iter().all(|r| r["payload"]["status"] == "pass"),
+            "{residue:?}"
+        );
+        let seq_of = |kind: &str, trial: &str| {
+            records(&h, kind)
+                .iter()
+                .find(|r| r["payload"]["case"]["trial"] == trial)
+                .map(|r| r["seq"].as_u64().unwrap())
+                .unwrap_or_else(|| panic!("no {kind} of {trial}"))
+        };
+        let c1_exit = seq_of("case_process_exited.v1", "c1");
+        let refilled = ["c2", "c3"].iter().any(|t| {
+            seq_of("case_started.v1", t) > seq_of("case_started.v1", "c1") + 2
+                && seq_of("case_started.v1", t) < c1_exit
+        });
+        assert!(
+            refilled,
+            "RUN-1: a slot was refilled while c1's sandbox lived"
+        );
+        // The refill's residue gate saw c1's live sandbox as c1's, not as
+        // residue (RUN-1, GATE-3).
+        let owned = records(&h, "check_recorded.v1")
+            .iter()
+            .filter(|r| r["payload"]["check"] == "residue")
+            .any(|r| r["payload"]["details"]["owned_count"] != "0");
+        assert!(
+            owned,
+            "RUN-1: a residue gate counted a running case's sandbox as its own"
+        );
+        // The cases ran and count; moto keeps each terminated instance's
+        // network interface `in-use`, which the exact-tag audit then finds
+        // (CLEAN-1), so the group seals rejected_cleanup here.
+        assert_eq!(records(&h, "trial_result_recorded.v2").len(), 3);
+        assert_eq!(sealed_status(&h), "rejected_cleanup", "{}", r.stderr);
     }
 
     #[test]
