@@ -927,3 +927,24 @@ fn ingest_records_every_timestamp_and_the_jobs_attempt_counts() {
     h.ok(&["ingest", "harbor", "canary-1", job.to_str().unwrap()]);
     assert_eq!(h.head_bytes(), before);
 }
+
+#[test]
+fn messages_name_values_as_the_ledger_writes_them_never_rust_types() {
+    // rule FREEZE-7; issue 29 item 17: "signed off as Operator".
+    let h = Harness::new();
+    h.init();
+    assert_eq!(h.freeze(super::MANIFEST, super::PRIVATE).code, 0);
+    let alice = h.example_key("alice");
+    h.ok(&[
+        "manifest", "sign-off", "--role", "operator", "--key", &alice,
+    ]);
+    let r = h.run(&[
+        "manifest", "sign-off", "--role", "operator", "--key", &alice,
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("signed off as operator") && !r.stderr.contains("Operator"),
+        "FREEZE-7: the role as the ledger names it: {}",
+        r.stderr
+    );
+}

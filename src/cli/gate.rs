@@ -90,10 +90,10 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
     }
     for s in &v.skipped_security_policy {
         outln!(
-            "  skipped_security_policy {}/{} ({:?}; evidence {}, {})",
+            "  skipped_security_policy {}/{} ({}; evidence {}, {})",
             inert(&s.case.task),
             inert(&s.case.trial),
-            s.class,
+            s.class.as_str(),
             s.evidence_blake3[0],
             s.evidence_blake3[1]
         )?;

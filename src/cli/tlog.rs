@@ -255,14 +255,14 @@ pub(crate) fn run_checkpoint(
 
 fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let ledger = Ledger::open(&cli.ledger, wait)?;
-    let state = crate::method::projections::replay_scanning(&ledger)?;
+    let lists = crate::cli::trust::operator_lists_of(&ledger)?;
     let derived = tree::derive(&ledger)?;
     // A checkpoint by a key no manifest lists is not shown as the signed
     // one (TRUST-5).
     let bad: Vec<u64> = derived
         .problems
         .iter()
-        .chain(&crate::cli::trust::unlisted_signers(&state, &derived))
+        .chain(&crate::cli::trust::unlisted_signers(&lists, &derived))
         .map(|p| p.seq)
         .collect();
     let found = match a.seq {

@@ -17,6 +17,7 @@ use crate::log::tlog::{
 };
 use crate::log::tree::{self, CacheCheck, Derived, Divergence};
 use crate::method::projections::State;
+use crate::schema::events::SignOffRole;
 use crate::schema::rule::Rule;
 
 /// Reads a signer key file (`PRIVATE+KEY+...`, as `key generate` writes
@@ -87,19 +88,46 @@ pub(crate) fn frozen_keys(state: &State) -> TrustedKeys {
     keys
 }
 
+/// The operator keys each v2 lineage lists, with the seq it was frozen at
+/// (TRUST-5).
+pub(crate) type OperatorLists = Vec<(u64, Vec<VerifierKey>)>;
+
+/// The operator lists of a replayed state.
+pub(crate) fn operator_lists(state: &State) -> OperatorLists {
+    state
+        .lineages
+        .values()
+        .filter_map(|l| {
+            let plan = l.plan.as_ref()?;
+            let keys = crate::method::trust::role_keys(plan, SignOffRole::Operator);
+            Some((l.frozen_seq, keys))
+        })
+        .collect()
+}
+
+/// The operator lists read from the verified log without folding it (an
+/// auditor verb: `verify`, `checkpoint show`).
+pub(crate) fn operator_lists_of(ledger: &Ledger) -> anyhow::Result<OperatorLists> {
+    let mut out = Vec::new();
+    for v in ledger.records()? {
+        let v = v?;
+        if let crate::schema::events::Event::ManifestFrozenV2(m) = &v.decoded.event {
+            let keys = crate::method::trust::role_keys(&m.plan, SignOffRole::Operator);
+            out.push((v.decoded.record.seq, keys));
+        }
+    }
+    Ok(out)
+}
+
 /// The operator keys in force at `seq` (TRUST-5): those every v2 lineage
 /// frozen before it lists. Empty while no manifest lists operators: there
 /// is then no list to hold a checkpoint's signer to.
-pub(crate) fn operators_at(state: &State, seq: u64) -> Vec<VerifierKey> {
+fn operators_at(lists: &OperatorLists, seq: u64) -> Vec<VerifierKey> {
     let mut keys: Vec<VerifierKey> = Vec::new();
-    for l in state.lineages.values().filter(|l| l.frozen_seq < seq) {
-        let Some(plan) = l.plan.as_ref() else {
-            continue;
-        };
-        for k in crate::method::trust::role_keys(plan, crate::schema::events::SignOffRole::Operator)
-        {
-            if !keys.contains(&k) {
-                keys.push(k);
+    for (_, listed) in lists.iter().filter(|(frozen, _)| *frozen < seq) {
+        for k in listed {
+            if !keys.contains(k) {
+                keys.push(k.clone());
             }
         }
     }
@@ -109,7 +137,7 @@ pub(crate) fn operators_at(state: &State, seq: u64) -> Vec<VerifierKey> {
 /// Refuses a checkpoint signer the frozen manifests do not list as an
 /// operator (TRUST-5), naming the key and the listed ones.
 pub(crate) fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> anyhow::Result<()> {
-    let listed = operators_at(state, u64::MAX);
+    let listed = operators_at(&operator_lists(state), u64::MAX);
     if listed.is_empty() || listed.contains(key) {
         return Ok(());
     }
@@ -128,13 +156,16 @@ pub(crate) fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> anyho
 /// The checkpoint records signed by a key the operator list in force at
 /// their seq does not list (TRUST-5): they do not count, `verify` fails on
 /// them and no verb presents one as the signed checkpoint.
-pub(crate) fn unlisted_signers(state: &State, derived: &Derived) -> Vec<tree::CheckpointProblem> {
+pub(crate) fn unlisted_signers(
+    lists: &OperatorLists,
+    derived: &Derived,
+) -> Vec<tree::CheckpointProblem> {
     derived
         .checkpoints
         .iter()
         .filter_map(|c| {
             let signer = c.record.signer.as_deref()?;
-            let listed = operators_at(state, c.seq);
+            let listed = operators_at(lists, c.seq);
             let key = VerifierKey::parse(signer).ok();
             if listed.is_empty() || key.as_ref().is_some_and(|k| listed.contains(k)) {
                 return None;
@@ -426,8 +457,8 @@ pub(crate) fn verify_tree(
             .iter()
             .any(|c| c.record.signer.is_some())
         {
-            let state = crate::method::projections::replay_scanning(ledger)?;
-            problems.extend(unlisted_signers(&state, &derived));
+            // the operator lists from the verified walk, without a fold
+            problems.extend(unlisted_signers(&operator_lists_of(ledger)?, &derived));
             problems.sort_by_key(|p| p.seq);
         }
         let report = TreeReport {
@@ -529,7 +560,7 @@ pub(crate) struct SignedHead {
 pub(crate) fn signed_head(ledger: &Ledger, state: &State) -> anyhow::Result<Option<SignedHead>> {
     let mut derived = tree::derive(ledger)?;
     // A checkpoint by an unlisted key is never presented (TRUST-5).
-    let unlisted = unlisted_signers(state, &derived);
+    let unlisted = unlisted_signers(&operator_lists(state), &derived);
     derived.problems.extend(unlisted);
     derived.problems.sort_by_key(|p| p.seq);
     let made = signed_head_of(&derived);

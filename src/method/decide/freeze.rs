@@ -69,8 +69,9 @@ pub fn sign_off(
         return Err(refuse(
             Rule::Freeze7,
             format!(
-                "lineage {:?} was already signed off as {role:?} by {who:?} at seq {seq}",
-                l.frozen.lineage
+                "lineage {:?} was already signed off as {} by {who:?} at seq {seq}",
+                l.frozen.lineage,
+                role.as_str()
             ),
         ));
     }
