@@ -2025,6 +2025,18 @@ mod verdicts {
         result["config"] = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
         result["started_at"] = json!(now);
         result["finished_at"] = json!(now);
+        // every phase of this launch too (BIND-11)
+        for phase in [
+            "environment_setup",
+            "agent_setup",
+            "agent_execution",
+            "verifier",
+        ] {
+            if result[phase].is_object() {
+                result[phase]["started_at"] = json!(now);
+                result[phase]["finished_at"] = json!(now);
+            }
+        }
         let prepared = h.path("prepared-result.json");
         std::fs::write(&prepared, serde_json::to_vec_pretty(&result).unwrap()).unwrap();
         let script = format!(

@@ -241,6 +241,45 @@ fn window_mismatch(
     })
 }
 
+/// BIND-11: every timestamp the result carries (each phase, the exception
+/// time) lies in the launch window, as its top-level times must. Nothing
+/// to check when the result's facts were not recorded.
+fn times_mismatches(
+    rules: &BindingRules,
+    c: &CaseState,
+    started: At,
+    result_at: At,
+) -> Vec<Mismatch> {
+    let Some((_, f)) = &c.facts else {
+        return Vec::new();
+    };
+    let skew = i128::from(rules.clock_skew_sec) * 1_000_000_000;
+    let lower = i128::from(started.utc_ns) - skew;
+    let (end_ns, end_what) = window_end(c, result_at);
+    let upper = i128::from(end_ns) + skew;
+    let s = rules.clock_skew_sec;
+    let mut out = Vec::new();
+    for (path, text) in &f.times {
+        let detail = match parse_rfc3339_ns(text) {
+            None => format!("{path} {text:?} is not an RFC 3339 time"),
+            Some(t) if t < lower => format!(
+                "{path} {text} lies before the case started (seq {}, {}) minus the frozen clock skew of {s} s",
+                started.seq,
+                rfc3339_utc_ns(started.utc_ns)
+            ),
+            Some(t) if t > upper => {
+                format!("{path} {text} lies after {end_what} plus the frozen clock skew of {s} s")
+            }
+            Some(_) => continue,
+        };
+        out.push(Mismatch {
+            kind: MismatchKind::Window,
+            detail: format!("{detail} ({})", crate::schema::rule::Rule::Bind11),
+        });
+    }
+    out
+}
+
 /// BIND-11: the job ran one attempt of the case (its config's `n_attempts`
 /// and its trial directories for the case). Nothing to check when the
 /// result's facts were not recorded (ledgers from before
@@ -333,6 +372,7 @@ pub fn result_mismatches(l: &LineageState, group: &str, case: &CaseRef) -> Vec<M
         r,
     ));
     out.extend(window_mismatch(&rules, c, *started_at, *result_at, r));
+    out.extend(times_mismatches(&rules, c, *started_at, *result_at));
     out.extend(attempts_mismatch(c));
     out.extend(retries_mismatch(g, &r.trial_name));
     out

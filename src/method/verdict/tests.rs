@@ -747,6 +747,45 @@ fn with_facts(edit: impl Fn(&mut crate::schema::events::TrialFactsRecorded)) -> 
 }
 
 #[test]
+fn every_timestamp_of_a_result_lies_in_the_launch_window() {
+    // rule BIND-11: a phase or exception time 90 days early is not this
+    // launch's, though the top-level times are.
+    let c1 = CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    };
+    let judged = |w: &World| crate::method::binding::judge(lineage(w), "canary-1", &c1);
+    let ok = with_facts(|_| {});
+    assert_eq!(
+        judged(&ok).status,
+        crate::method::projections::CaseStatus::TerminalValid
+    );
+    for path in ["agent_execution.started_at", "exception_info.occurred_at"] {
+        let w = with_facts(|f| {
+            let t = crate::schema::time::parse_rfc3339_ns(&f.times[path]).unwrap();
+            let early = t - 90 * 86_400 * 1_000_000_000;
+            f.times.insert(
+                path.into(),
+                crate::schema::time::rfc3339_utc_ns(early as u64),
+            );
+        });
+        let j = judged(&w);
+        assert_eq!(
+            j.status,
+            crate::method::projections::CaseStatus::TerminalInvalid,
+            "BIND-11: {path} 90 days early invalidates the case"
+        );
+        let v = verdict_of(&w, "canary-1");
+        let row = row(&v, VerdictRow::TrialResult);
+        assert!(
+            !row.holds && row.evidence.contains(path),
+            "BIND-11: the trial result row names {path}: {row:?}"
+        );
+    }
+}
+
+#[test]
 fn a_job_of_more_than_one_attempt_never_binds() {
     // rule BIND-11: n_attempts 2, or two trials for one case, fails the
     // manifest row.
