@@ -214,6 +214,17 @@ fn stage_canary_with(
         v["finished_at"] = json!(benchledger::schema::time::rfc3339_utc_ns(
             now + 1_000_000_000
         ));
+        for phase in [
+            "environment_setup",
+            "agent_setup",
+            "agent_execution",
+            "verifier",
+        ] {
+            if v[phase].is_object() {
+                v[phase]["started_at"] = v["started_at"].clone();
+                v[phase]["finished_at"] = v["finished_at"].clone();
+            }
+        }
         std::fs::write(
             h.path(&format!("stash/{name}.json")),
             serde_json::to_vec_pretty(&v).unwrap(),
