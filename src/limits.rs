@@ -88,6 +88,11 @@ pub const COMMAND_POLL_MS: u64 = 10;
 /// its cases' result files while it waits, in milliseconds (the default of
 /// `run --poll-ms`).
 pub const RUN_POLL_MS_DEFAULT: u64 = 200;
+/// How often `run` takes a cleanup monitor sample while its cases run, in
+/// milliseconds (besides one after every wave and one after every case's
+/// end): often enough that the sandboxes of a wave launched together are
+/// seen together (the observed peak of GATE-9, CLEAN-2).
+pub const RUN_MONITOR_INTERVAL_MS: u64 = 3_000;
 // Issue 29
 
 /// Largest text file the CLI reads whole: a manifest, its private file, a

@@ -147,7 +147,7 @@ struct Idle {
 /// How often `run` samples the run-tagged sandboxes while its cases run
 /// (and once after every batch it launches).
 #[cfg(feature = "aws")]
-const MONITOR_EVERY: Duration = Duration::from_secs(10);
+const MONITOR_EVERY: Duration = Duration::from_millis(crate::limits::RUN_MONITOR_INTERVAL_MS);
 
 /// Whether this build relies on recorded AWS observations.
 fn aws_recorded() -> anyhow::Result<bool> {

@@ -654,15 +654,21 @@ fn section_tlog(opts: &Opts, g: &Generated) -> Value {
     let _ = std::fs::remove_file(&key);
     let ledger = dir.display().to_string();
     let key_arg = key.display().to_string();
-    let out = Command::new(&opts.bin)
-        .args(["key", "generate", "bench-op", "--out", &key_arg])
-        .output()
-        .expect("spawn key generate");
-    assert!(out.status.success(), "key generate failed");
-    let vkey = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string();
+    // The example operator key the generated lineages' manifest lists: only
+    // a listed operator key signs a checkpoint that counts (TRUST-5).
+    let signer = benchledger::testkit::examples::signer("alice");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&key)
+            .expect("write the example key");
+        std::io::Write::write_all(&mut f, format!("{}\n", signer.encode()).as_bytes())
+            .expect("write the example key");
+    }
+    let vkey = signer.verifier().encode();
     let note = |name: &str| opts.work.join(name).display().to_string();
     let sign = |out: &str| {
         spawn_timed(

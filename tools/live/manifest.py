@@ -10,7 +10,8 @@ Writes into DIR (nothing outside it):
                                          live-<UTC time>): a MECHANISM iteration
                                          (canary-1, control, r1, r2) over the 8 scored
                                          tasks of tools/live/tasks (hello-file is the
-                                         canary), one trial each
+                                         canary, one identity per slot), one trial
+                                         each, at BENCHLEDGER_LIVE_CONCURRENCY (1)
   groups/<group>/bitrouter.yaml          the group's daemon config (from
                                          group-bitrouter.yaml.in) and its policy lock
   groups/<group>/policy-lock.yaml        (r1/r2: every request to economy; canary-1:
@@ -52,6 +53,12 @@ VALIDATOR = "tools/harbor/validate_trial_config.py"
 LAUNCH = "tools/live/launch.py"  # the frozen launch: one trial, then its outcome rows
 
 CANARY_TASK = "hello-file"
+# The lineage's concurrency. c > 1 needs an accepted canary of c cases that
+# ran at exactly c with an observed peak of c (GATE-9): canary-1 has
+# CONCURRENCY identities of the canary task, launched together. The loopback
+# trials are so short (a few seconds of sandbox each) that 4 rarely overlap
+# in a monitor sample, so the default stays 1 (issue 27, item 8).
+CONCURRENCY = int(os.environ.get("BENCHLEDGER_LIVE_CONCURRENCY", "1"))
 SCORED_TASKS = ["json-config", "fizzbuzz-script", "sorted-words", "sum-numbers",
                 "greet-script", "python-square", "uppercase-files", "word-count"]
 GROUPS = ["canary-1", "control", "r1", "r2"]
@@ -269,7 +276,8 @@ def main() -> int:
         w(f"  {{ name = {q(t)}, content_sha256 = {q(checksums[t])} }},")
     w("]")
     w("canaries = [")
-    w(f"  {{ group = \"canary-1\", task = {q(CANARY_TASK)}, trial = \"c1\", content_sha256 = {q(checksums[CANARY_TASK])} }},")
+    for i in range(1, CONCURRENCY + 1):
+        w(f"  {{ group = \"canary-1\", task = {q(CANARY_TASK)}, trial = \"c{i}\", content_sha256 = {q(checksums[CANARY_TASK])} }},")
     w("]")
     for g in GROUPS:
         x = groups[g]
@@ -351,7 +359,7 @@ def main() -> int:
         w('source = "stand-in provider price sheet (tools/live/script.json)"')
         w(f"effective_from = {q((now - dt.timedelta(days=1)).strftime('%Y-%m-%d'))}")
     w("\n[limits]")
-    w("concurrency = 1")
+    w(f"concurrency = {CONCURRENCY}")
     w("settlement_grace_sec = 120")
     w("reconciliation_attempts = 12")
     w("gate_freshness_sec = 1800")
@@ -429,7 +437,9 @@ def main() -> int:
                       "db_path": str(pdir / "bitrouter.db")},
         "groups": groups, "jobs_dir": str(jobs_dir), "sandboxes": str(sandboxes),
         "aws_config": str(aws / "config"), "aws_credentials": str(aws / "credentials"), "aws_profile": AWS_PROFILE,
-        "tasks": {"canary": {"group": "canary-1", "task": CANARY_TASK, "trial": "c1"}, "scored": SCORED_TASKS},
+        "tasks": {"canary": {"group": "canary-1", "task": CANARY_TASK,
+                            "trials": [f"c{i}" for i in range(1, CONCURRENCY + 1)]},
+                  "scored": SCORED_TASKS}, "concurrency": CONCURRENCY,
         "task_checksums": checksums, "validator_blake3": validator_blake3,
     }
     (run / "live.json").write_text(json.dumps(live, indent=2) + "\n")
