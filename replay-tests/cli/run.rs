@@ -14,8 +14,6 @@ use benchledger::schema::events::{CleanupAudited, Event, GroupRef, MonitorSample
 use benchledger::testkit::examples::replace_line;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{Read, Write as _};
-use std::net::TcpListener;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,22 +26,7 @@ const PASS: &str = concat!(
 /// A daemon stand-in on 127.0.0.1 answering 200 to every request (health
 /// and sentinels), for the life of the test process.
 fn daemon() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { break };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let body = "{\"id\":\"x\",\"ok\":true}";
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-bitrouter-request-id: sentinel-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = s.write_all(reply.as_bytes());
-        }
-    });
-    url
+    benchledger::testkit::http_server::daemon_stand_in()
 }
 
 /// The example manifest with `cases` canary identities, the concurrency,
@@ -909,6 +892,7 @@ fn run_killed_at_many_points_and_rerun_starts_every_identity_at_most_once_and_se
 #[cfg(feature = "aws")]
 mod moto {
     use super::*;
+    use std::io::{Read, Write as _};
 
     /// moto's caller identity.
     const MOTO_PRINCIPAL: &str = "arn:aws:sts::123456789012:user/moto";

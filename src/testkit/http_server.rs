@@ -151,3 +151,23 @@ pub fn response(status: u16, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(body);
     out
 }
+
+/// A BitRouter daemon stand-in on 127.0.0.1 for the life of this process:
+/// 200 with a JSON body and a request id to every request (health and
+/// sentinels), for `run`'s daemon gates in tests and the bench. Its URL.
+pub fn daemon_stand_in() -> String {
+    let server = Server::start(|_| {
+        response(
+            200,
+            &[
+                ("content-type", "application/json"),
+                ("x-bitrouter-request-id", "sentinel-1"),
+            ],
+            b"{\"id\":\"x\",\"ok\":true}",
+        )
+    });
+    let url = server.url();
+    // The stand-in serves every later test of the process.
+    std::mem::forget(server);
+    url
+}

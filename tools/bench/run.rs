@@ -14,8 +14,6 @@
 //!     must not grow with the ledger.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,26 +39,6 @@ pub struct RunOpts<'a> {
     pub pads: Vec<usize>,
     pub idle_sec: f64,
     pub notes: usize,
-}
-
-/// A daemon stand-in on 127.0.0.1: 200 to every request.
-fn daemon() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { break };
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let body = "{\"id\":\"x\",\"ok\":true}";
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-bitrouter-request-id: sentinel-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = s.write_all(reply.as_bytes());
-        }
-    });
-    url
 }
 
 /// One seeded PRNG step (SplitMix64).
@@ -324,7 +302,7 @@ fn idle(o: &RunOpts, name: &str, bin: &Path, url: &str, pad: usize) -> Value {
 /// The section: every figure for every binary, printed side by side.
 pub fn section(o: &RunOpts) -> Value {
     println!("## `run` for the real workload (issue 27)\n");
-    let url = daemon();
+    let url = benchledger::testkit::http_server::daemon_stand_in();
     let mut out = BTreeMap::new();
     let mut rows = Vec::new();
     for (name, bin) in &o.bins {
