@@ -368,3 +368,51 @@ fn a_probe_prints_what_it_sees_and_appends_nothing() {
     let plan = h.ok(&["run", "canary-1", "--plan", "--daemon-url", &url]);
     assert!(plan.stdout.contains("hard stop"), "{}", plan.stdout);
 }
+
+#[test]
+fn a_rerun_adopts_a_live_launch_and_kills_it_at_its_recorded_deadline() {
+    let (h, url) = ready(1, 1);
+    // The launch outlives the frozen timeout of the test manifest (4 s).
+    let pidfile = h.path("grandchild.pid");
+    launch_script(
+        &h,
+        &format!("sleep 300 &\necho $! > {}\nsleep 300", pidfile.display()),
+    );
+    let mut first = spawn_run(&h, &url);
+    let launched = await_record(&h, "case_launched.v1");
+    let pgid = launched["payload"]["process"]["pid"].as_u64().unwrap();
+    // kill -9 of `run` alone: its launch keeps running in its own group.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(
+        !group_members(pgid).is_empty(),
+        "the launch outlives its driver"
+    );
+    let r = run_once(&h, &url, &[]);
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    assert!(r.stderr.contains("adopted"), "RUN-3: {}", r.stderr);
+    // RUN-3: adopted, never relaunched; RUN-4: killed with its group at the
+    // recorded deadline, the kill recorded.
+    assert!(
+        starts(&h).values().all(|n| *n == 1),
+        "CASE-2: {:?}",
+        starts(&h)
+    );
+    let killed = records(&h, "command_killed.v1");
+    assert_eq!(killed.len(), 1, "RUN-4: {killed:?}");
+    assert_eq!(killed[0]["payload"]["pgid"], pgid, "RUN-4");
+    assert!(
+        group_members(pgid).is_empty(),
+        "RUN-4: {:?}",
+        group_members(pgid)
+    );
+    // RUN-5: the same end as a launch this driver timed out itself: the
+    // exit by SIGKILL, no result, terminal_invalid.
+    let exits = records(&h, "case_process_exited.v1");
+    assert_eq!(exits[0]["payload"]["signal"], 9, "RUN-5: {exits:?}");
+    let invalid = records(&h, "case_invalidated.v1");
+    assert_eq!(
+        invalid[0]["payload"]["reason"], "missing_verifier_result",
+        "RUN-5"
+    );
+}

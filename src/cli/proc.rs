@@ -98,10 +98,26 @@ pub(crate) fn liveness(p: &ProcessRef) -> Liveness {
     if p.boot_id != boot_id() {
         return Liveness::Gone;
     }
-    match start_ticks(p.pid) {
-        Some(t) if t == p.start_ticks => Liveness::Alive,
-        _ => Liveness::Gone,
+    let stat = read_proc(&Path::new("/proc").join(p.pid.to_string()).join("stat"));
+    let alive = stat.as_deref().is_some_and(|s| {
+        // A zombie (Z) or dead (X) process has ended; only its parent has
+        // yet to reap it.
+        stat_start_ticks(s) == Some(p.start_ticks) && !matches!(stat_state(s), Some('Z' | 'X'))
+    });
+    if alive {
+        Liveness::Alive
+    } else {
+        Liveness::Gone
     }
+}
+
+/// Field 3 (the state letter) of a `/proc/PID/stat` line.
+fn stat_state(stat: &str) -> Option<char> {
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
 }
 
 /// Kills every process of group `pgid` (SIGKILL); a group already empty is
@@ -128,10 +144,8 @@ pub(crate) const KILL_SIGNAL: i32 = 9;
 /// Field 3 (state) and field 5 (process group) of a `/proc/PID/stat` line.
 #[cfg(test)]
 fn stat_state_and_group(stat: &str) -> Option<(char, u32)> {
-    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = f.next()?.chars().next()?;
-    let _ppid = f.next()?;
-    Some((state, f.next()?.parse().ok()?))
+    let group = stat[stat.rfind(')')? + 1..].split_whitespace().nth(2)?;
+    Some((stat_state(stat)?, group.parse().ok()?))
 }
 
 /// The live (not zombie) processes of group `pgid` on this machine.
@@ -236,6 +250,26 @@ mod tests {
         assert_eq!(stat_start_ticks(stat), Some(987_654));
         assert_eq!(stat_start_ticks("4242 (x) S 1"), None);
         assert_eq!(stat_start_ticks("no parenthesis"), None);
+    }
+
+    #[test]
+    fn a_zombie_is_gone() {
+        // A child that exited and is not reaped yet stays in /proc as Z.
+        let mut child = spawn("exit 0");
+        let pid = child.id();
+        let p = process_ref(pid).expect("the child is in /proc");
+        let zombie = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            read_proc(&Path::new("/proc").join(pid.to_string()).join("stat"))
+                .is_some_and(|s| stat_state(&s) == Some('Z'))
+        });
+        assert!(zombie, "the unreaped child is a zombie");
+        assert_eq!(
+            liveness(&p),
+            Liveness::Gone,
+            "rule RUN-3: a zombie has ended"
+        );
+        child.wait().unwrap();
     }
 
     #[test]

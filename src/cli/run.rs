@@ -924,10 +924,12 @@ impl Runner<'_> {
                 case.label()
             ));
         };
-        if proc::liveness(&launched.process) == proc::Liveness::Alive {
-            proc::kill_group(pgid)
-                .map_err(|e| Error::io(format!("kill process group {pgid}"), e))?;
+        if proc::liveness(&launched.process) != proc::Liveness::Alive {
+            // It ended since the plan: the next plan sees it gone (RUN-3);
+            // no kill happened, so none is recorded.
+            return Ok(());
         }
+        proc::kill_group(pgid).map_err(|e| Error::io(format!("kill process group {pgid}"), e))?;
         let ran = Duration::from_nanos(now_utc_ns().saturating_sub(started_at.utc_ns));
         let deadline =
             Duration::from_nanos(launched.deadline_utc_ns.saturating_sub(started_at.utc_ns));

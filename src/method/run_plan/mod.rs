@@ -511,15 +511,18 @@ fn started_cases_step(
             trial_name: name.clone(),
             reason,
         };
+        if c.exited.is_some() {
+            // Its end is recorded (by the driver that ran it, or at the kill
+            // of an adopted launch): no result, no process to wait for.
+            s.orphans.push(orphan(InvalidReason::MissingVerifierResult));
+            continue;
+        }
         match seen {
             Some(LaunchSeen::Alive) if f.now_utc_ns >= deadline => {
                 let pgid = c.launched.as_ref().map_or(0, |(_, e)| e.process.pid);
                 s.kill.get_or_insert((case.clone(), pgid));
             }
             Some(LaunchSeen::Alive) => s.wait_until(case, deadline),
-            Some(LaunchSeen::Gone) | None if c.exited.is_some() => {
-                s.orphans.push(orphan(InvalidReason::MissingVerifierResult));
-            }
             Some(LaunchSeen::Gone) => s.orphans.push(orphan(InvalidReason::ControllerCrash)),
             _ if f.now_utc_ns >= deadline => s.orphans.push(orphan(InvalidReason::ControllerCrash)),
             _ => s.wait_until(case, deadline),
