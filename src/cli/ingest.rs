@@ -617,6 +617,63 @@ fn push_trial_facts(
     Ok(())
 }
 
+/// The credential findings (BIND-8) of a trial's `result.json` and reward
+/// files, each read within its bound.
+fn push_trial_leaks(
+    batch: &mut Batch<'_>,
+    actor: &str,
+    g: &GroupRef,
+    t: &harbor::TrialDir,
+    reward_files: &[crate::schema::events::RewardFile],
+    out: &mut HarborPushed,
+) -> anyhow::Result<()> {
+    if let Some(result) = &t.result {
+        let bytes = crate::error::read_regular(
+            Path::new(&result.path),
+            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
+        )?;
+        push_leaks(batch, actor, g, &result.path, &bytes, out)?;
+    }
+    for f in reward_files {
+        let bytes = crate::error::read_regular(
+            Path::new(&f.path),
+            crate::evidence::harbor::HARBOR_REWARD_FILE_BYTES_MAX as u64,
+        )?;
+        push_leaks(batch, actor, g, &f.path, &bytes, out)?;
+    }
+    Ok(())
+}
+
+/// The idempotency key of a trial's result: a second, different result for
+/// a trial already bound is kept under a key of its own (BIND-11); the
+/// method then judges the case invalid.
+fn result_key(
+    state: &crate::method::projections::State,
+    g: &GroupRef,
+    case: &crate::schema::events::CaseRef,
+    t: &harbor::TrialDir,
+    result_blake3: &str,
+) -> anyhow::Result<String> {
+    let bound = state
+        .lineage(Some(&g.lineage))?
+        .groups
+        .get(&g.group)
+        .and_then(|x| x.cases.get(case))
+        .and_then(|c| c.result.as_ref())
+        .map(|(_, r)| r.result_blake3.clone());
+    let mut key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
+    if bound.is_some_and(|b| b != result_blake3) {
+        key.push_str(&format!("/second:{}", &result_blake3[..32]));
+        eprintln!(
+            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count ({})",
+            t.path,
+            t.name,
+            Rule::Bind11
+        );
+    }
+    Ok(key)
+}
+
 /// One trial's `result.json`, bound to its started case (GATE-6, CASE-8),
 /// with its content compared with the case's launched config (BIND-1), its
 /// reward files (BIND-2) and its credential findings (BIND-8).
@@ -671,40 +728,8 @@ fn push_trial(
         })
         .unwrap_or_default();
     let reward_files = harbor::read_reward_files(t)?;
-    if let Some(result) = &t.result {
-        let bytes = crate::error::read_regular(
-            Path::new(&result.path),
-            crate::evidence::HARBOR_RESULT_BYTES_MAX as u64,
-        )?;
-        push_leaks(batch, actor, g, &result.path, &bytes, out)?;
-    }
-    for f in &reward_files {
-        let bytes = crate::error::read_regular(
-            Path::new(&f.path),
-            crate::evidence::harbor::HARBOR_REWARD_FILE_BYTES_MAX as u64,
-        )?;
-        push_leaks(batch, actor, g, &f.path, &bytes, out)?;
-    }
-    // A second, different result for a trial already bound is kept under a
-    // key of its own (BIND-11); the method then judges the case invalid.
-    let bound = state
-        .lineage(Some(&g.lineage))?
-        .groups
-        .get(&g.group)
-        .and_then(|x| x.cases.get(case))
-        .and_then(|c| c.result.as_ref())
-        .map(|(_, r)| r.result_blake3.clone());
-    let second = bound.filter(|b| *b != parsed.result_blake3);
-    let mut key = format!("harbor-trial:{}/{}/{}", g.lineage, g.group, t.name);
-    if second.is_some() {
-        key.push_str(&format!("/second:{}", &parsed.result_blake3[..32]));
-        eprintln!(
-            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count ({})",
-            t.path,
-            t.name,
-            Rule::Bind11
-        );
-    }
+    push_trial_leaks(batch, actor, g, t, &reward_files, out)?;
+    let key = result_key(state, g, case, t, &parsed.result_blake3)?;
     let event = Event::TrialResultRecordedV2(Box::new(parsed.into_event_v2(
         g.clone(),
         case.clone(),
