@@ -10,7 +10,7 @@
 //! (`run.rs`, module `moto`) and in the planner.
 
 use super::run::{
-    append, audit_clean, ready, ready_with_lines, records, run_cmd, run_once, starts,
+    append, audit_clean, ready, ready_with_lines, records, run_cmd, run_once, seq_of, starts,
 };
 use super::{Harness, Run};
 use benchledger::schema::events::{Event, GroupRef, ProcessRef, RunLeased};
@@ -20,25 +20,9 @@ use std::time::{Duration, Instant};
 
 const L: &str = "short13-kimi-2026-11";
 
-/// The live (not zombie) processes of process group `pgid`, from `/proc`.
-fn group_members(pgid: u64) -> Vec<u64> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let f: Vec<&str> = after.split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" && f[0] != "X" {
-            out.push(pid);
-        }
-    }
-    out
+/// The live processes of process group `pgid`.
+fn group_members(pgid: u64) -> Vec<u32> {
+    benchledger::testkit::procs::group_members(u32::try_from(pgid).unwrap())
 }
 
 /// Waits up to 60 s for a record of `kind`, polling the log.
@@ -303,13 +287,7 @@ fn a_freed_slot_is_refilled_while_a_long_case_runs() {
     );
     let r = run_once(&h, &url, &[]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
-    let seq_of = |kind: &str, trial: &str| {
-        records(&h, kind)
-            .iter()
-            .find(|r| r["payload"]["case"]["trial"] == trial)
-            .map(|r| r["seq"].as_u64().unwrap())
-            .unwrap_or_else(|| panic!("no {kind} of {trial}"))
-    };
+    let seq_of = |kind: &str, trial: &str| seq_of(&h, kind, trial);
     assert!(
         seq_of("case_started.v1", "c3") < seq_of("case_process_exited.v1", "c1"),
         "RUN-1: c3 filled c2's slot while c1 still ran"

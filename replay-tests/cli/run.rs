@@ -323,6 +323,15 @@ pub(super) fn audit_clean(h: &Harness) {
     );
 }
 
+/// The seq of the first record of `kind` for trial `trial` of canary-1.
+pub(super) fn seq_of(h: &Harness, kind: &str, trial: &str) -> u64 {
+    records(h, kind)
+        .iter()
+        .find(|r| r["payload"]["case"]["trial"] == trial)
+        .map(|r| r["seq"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no {kind} of {trial}"))
+}
+
 /// How many times each identity started.
 pub(super) fn starts(h: &Harness) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
@@ -1342,13 +1351,7 @@ mod moto {
             residue.iter().all(|r| r["payload"]["status"] == "pass"),
             "{residue:?}"
         );
-        let seq_of = |kind: &str, trial: &str| {
-            records(&h, kind)
-                .iter()
-                .find(|r| r["payload"]["case"]["trial"] == trial)
-                .map(|r| r["seq"].as_u64().unwrap())
-                .unwrap_or_else(|| panic!("no {kind} of {trial}"))
-        };
+        let seq_of = |kind: &str, trial: &str| seq_of(&h, kind, trial);
         let c1_exit = seq_of("case_process_exited.v1", "c1");
         let refilled = ["c2", "c3"].iter().any(|t| {
             seq_of("case_started.v1", t) > seq_of("case_started.v1", "c1") + 2

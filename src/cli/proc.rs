@@ -141,28 +141,6 @@ pub(crate) fn kill_group(pgid: u32) -> std::io::Result<()> {
 /// The signal `kill_group` sends.
 pub(crate) const KILL_SIGNAL: i32 = 9;
 
-/// Field 3 (state) and field 5 (process group) of a `/proc/PID/stat` line.
-#[cfg(test)]
-fn stat_state_and_group(stat: &str) -> Option<(char, u32)> {
-    let group = stat[stat.rfind(')')? + 1..].split_whitespace().nth(2)?;
-    Some((stat_state(stat)?, group.parse().ok()?))
-}
-
-/// The live (not zombie) processes of group `pgid` on this machine.
-#[cfg(test)]
-pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            read_proc(&Path::new("/proc").join(pid.to_string()).join("stat"))
-                .and_then(|s| stat_state_and_group(&s))
-                .is_some_and(|(state, group)| group == pgid && state != 'Z' && state != 'X')
-        })
-        .collect()
-}
-
 /// Whether `child` has exited, without reaping it: its pid (its group's
 /// id) stays reserved until `wait`.
 fn exited_unreaped(child: &Child) -> std::io::Result<bool> {
@@ -230,6 +208,7 @@ pub(crate) fn wait_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::procs::group_members;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 

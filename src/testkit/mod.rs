@@ -5,6 +5,7 @@
 
 pub mod examples;
 pub mod http_server;
+pub mod procs;
 pub mod scenario;
 pub mod tlog_vectors;
 pub mod vectors;
