@@ -13,8 +13,9 @@ cargo fmt --all --check
 cargo clippy --no-default-features --features parquet --all-targets -- -D warnings
 cargo clippy --no-default-features --lib --bins -- -D warnings -D clippy::too_many_lines
 cargo clippy -p benchledger-bench --all-targets -- -D warnings
+cargo clippy --no-default-features --features testkit --example sim -- -D warnings
 
-echo "== cargo test: the core without the AWS SDK (unit, CLI, replay) =="
+echo "== cargo test: the core without the AWS SDK (unit, CLI, replay; the replay target runs the driver's simulator on 500 fixed seeds) =="
 cargo test --no-default-features --all-targets
 
 echo "== the bench package: a smoke run of every section at a tiny scale =="

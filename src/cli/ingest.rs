@@ -13,6 +13,8 @@
 //! (LEDGER-2, exit 3).
 
 use crate::cli::out::outln;
+use crate::evidence::harbor::TrialDir;
+use std::collections::BTreeSet;
 use std::io::{BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -813,6 +815,18 @@ pub(crate) fn ingest_harbor_dir(
     group_spec: &str,
     dir: &Path,
 ) -> anyhow::Result<HarborIngested> {
+    ingest_harbor_trials(cli, wait, group_spec, dir, None)
+}
+
+/// As [`ingest_harbor_dir`], the trials named in `only` alone when given
+/// (`run`: the results of the launches it saw end with one).
+pub(crate) fn ingest_harbor_trials(
+    cli: &Cli,
+    wait: Duration,
+    group_spec: &str,
+    dir: &Path,
+    only: Option<&BTreeSet<String>>,
+) -> anyhow::Result<HarborIngested> {
     let (lineage, group) = parse_group(group_spec);
     let tree = harbor_tree(dir)?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
@@ -823,7 +837,13 @@ pub(crate) fn ingest_harbor_dir(
     for job in &tree.jobs {
         push_job(&mut batch, &cli.actor, &g, job, &mut pushed)?;
         let attempts = JobAttempts::of(job)?;
-        for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
+        let wanted = |t: &&TrialDir| only.is_none_or(|names| names.contains(&t.name));
+        for t in job
+            .trials
+            .iter()
+            .filter(|t| !t.is_incomplete())
+            .filter(wanted)
+        {
             push_trial(&mut batch, &cli.actor, &state, &g, t, &mut pushed)?;
             push_trial_facts(&mut batch, &cli.actor, &g, t, &attempts)?;
         }

@@ -164,6 +164,44 @@ pub(crate) struct Ended {
     pub(crate) killed: bool,
     /// How long it ran.
     pub(crate) ran: Duration,
+    /// With an [`ExitWitness`]: whether its file was there when the
+    /// command ended (`None`: no witness, or it could not tell).
+    pub(crate) file_at_end: Option<bool>,
+}
+
+/// A thread that waits, without reaping, for a child to end and looks at
+/// that moment whether a file is there (RUN-5: a launch's result.json
+/// counts when it was there as the launch ended, however long after that
+/// the driver, busy with a gate, looks). The child is reaped only after
+/// the witness has looked (`poll_bounded`).
+pub(crate) struct ExitWitness(Option<std::thread::JoinHandle<Option<bool>>>);
+
+impl ExitWitness {
+    /// Watches child `pid` for `file`.
+    pub(crate) fn watch(pid: u32, file: std::path::PathBuf) -> ExitWitness {
+        let handle = std::thread::Builder::new()
+            .name("exit-witness".into())
+            .spawn(move || {
+                use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+                let pid = Pid::from_raw(i32::try_from(pid).ok()?)?;
+                let flags = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+                loop {
+                    match waitid(WaitId::Pid(pid), flags) {
+                        Ok(_) => return Some(std::fs::metadata(&file).is_ok_and(|m| m.is_file())),
+                        Err(rustix::io::Errno::INTR) => continue,
+                        Err(_) => return None,
+                    }
+                }
+            })
+            .ok();
+        ExitWitness(handle)
+    }
+
+    /// What the witness saw; call once the child has ended, before it is
+    /// reaped (the witness then returns at once).
+    fn seen(&mut self) -> Option<bool> {
+        self.0.take()?.join().ok().flatten()
+    }
 }
 
 /// One look at `child` (started at `started`, deadline `timeout`): `None`
@@ -174,6 +212,7 @@ pub(crate) fn poll_bounded(
     child: &mut Child,
     started: Instant,
     timeout: Duration,
+    witness: Option<&mut ExitWitness>,
 ) -> std::io::Result<Option<Ended>> {
     let exited = exited_unreaped(child)?;
     let killed = !exited && started.elapsed() >= timeout;
@@ -181,11 +220,15 @@ pub(crate) fn poll_bounded(
         return Ok(None);
     }
     kill_group(child.id())?;
+    // The child is dead (or dying of the kill), not yet reaped: the
+    // witness's own wait returns.
+    let file_at_end = witness.and_then(ExitWitness::seen);
     let status = child.wait()?;
     Ok(Some(Ended {
         status,
         killed,
         ran: started.elapsed(),
+        file_at_end,
     }))
 }
 
@@ -197,7 +240,7 @@ pub(crate) fn wait_bounded(
     timeout: Duration,
 ) -> std::io::Result<Ended> {
     loop {
-        if let Some(e) = poll_bounded(child, started, timeout)? {
+        if let Some(e) = poll_bounded(child, started, timeout, None)? {
             return Ok(e);
         }
         let left = timeout.saturating_sub(started.elapsed());
@@ -229,6 +272,59 @@ mod tests {
         assert_eq!(stat_start_ticks(stat), Some(987_654));
         assert_eq!(stat_start_ticks("4242 (x) S 1"), None);
         assert_eq!(stat_start_ticks("no parenthesis"), None);
+    }
+
+    /// Polls until the witness has looked (it looks as the child ends).
+    fn witness_done(w: &ExitWitness) {
+        let done = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            w.0.as_ref().is_some_and(|h| h.is_finished())
+        });
+        assert!(done, "the witness returns once its child has ended");
+    }
+
+    #[test]
+    fn the_exit_witness_sees_a_result_written_before_the_exit_and_not_one_written_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("result.json");
+        // Written by the command itself before it ends: there at its end.
+        let script = format!("echo '{{}}' > '{}'; exit 0", file.display());
+        let mut child = spawn(&script);
+        let mut w = ExitWitness::watch(child.id(), file.clone());
+        witness_done(&w);
+        let e = poll_bounded(
+            &mut child,
+            Instant::now(),
+            Duration::from_secs(60),
+            Some(&mut w),
+        )
+        .unwrap()
+        .expect("it ended");
+        assert_eq!(e.file_at_end, Some(true), "rule RUN-5: there at the end");
+        std::fs::remove_file(&file).unwrap();
+        // Written after the command ended, before the driver looked: the
+        // witness saw it absent, however long the driver took (RUN-5).
+        let mut child = spawn("exit 0");
+        let mut w = ExitWitness::watch(child.id(), file.clone());
+        witness_done(&w);
+        std::fs::write(&file, "{}").unwrap();
+        let e = poll_bounded(
+            &mut child,
+            Instant::now(),
+            Duration::from_secs(60),
+            Some(&mut w),
+        )
+        .unwrap()
+        .expect("it ended");
+        assert_eq!(e.file_at_end, Some(false), "rule RUN-5: late is late");
+        // Killed at its deadline: the witness looks at the kill.
+        let mut child = spawn("sleep 30");
+        let mut w = ExitWitness::watch(child.id(), file.clone());
+        let e = poll_bounded(&mut child, Instant::now(), Duration::ZERO, Some(&mut w))
+            .unwrap()
+            .expect("killed at its deadline");
+        assert!(e.killed, "rule RUN-4");
+        assert_eq!(e.file_at_end, Some(true), "rule RUN-5: there at the kill");
     }
 
     #[test]

@@ -91,6 +91,8 @@ struct Running {
     timeout: Duration,
     /// The launch command, for the kill record (RUN-4).
     argv: Vec<String>,
+    /// Whether the case's result.json is there when the launch ends (RUN-5).
+    witness: proc::ExitWitness,
 }
 
 /// What one `run` invocation remembers beyond the ledger.
@@ -102,6 +104,8 @@ struct Runner<'a> {
     key: Option<crate::log::tlog::SignerKey>,
     spec: String,
     group: String,
+    /// The group's frozen Harbor trials directory.
+    job: PathBuf,
     running: BTreeMap<CaseRef, Running>,
     evidence_gathered: bool,
     audit_failed_here: bool,
@@ -188,6 +192,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
     let mut fold = Fold::new(&cli.ledger, wait, None)?;
     let l = fold.state.lineage(lineage.as_deref())?;
     let gref = group_ref(l, &group);
+    let job = job_dir(l, &group);
     fold.set_group(&cli.ledger, wait, gref.clone())?;
     let mut r = Runner {
         cli,
@@ -196,6 +201,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         key,
         spec,
         group,
+        job,
         running: BTreeMap::new(),
         evidence_gathered: false,
         audit_failed_here: false,
@@ -361,8 +367,13 @@ impl Runner<'_> {
                 lease.renew_if_due(self.cli, self.wait)?;
             }
             if self.idle.waiting && !woke && !self.idle_woke() {
+                // CLEAN-2 while cases run: this run's launches and the ones
+                // it adopted after a crash (RUN-3), so a rerun still sees
+                // the peak (GATE-9's canary).
                 #[cfg(feature = "aws")]
-                if !self.running.is_empty() && self.sample_is_due() {
+                if (!self.running.is_empty() || !self.idle.adopted.is_empty())
+                    && self.sample_is_due()
+                {
                     let fold = std::mem::take(&mut self.fold);
                     let sampled = fold
                         .state
@@ -487,6 +498,10 @@ impl Runner<'_> {
         history: &RunHistory,
         step: Step,
     ) -> anyhow::Result<Option<ExitCode>> {
+        let cover = run_plan::lease_cover_sec(l, &step);
+        if let Some(lease) = self.lease.as_mut() {
+            lease.cover(self.cli, self.wait, cover)?;
+        }
         match step {
             Step::OpenGroup => Err(RunBlocked(format!(
                 "needs {} opened: record its daemon start with `benchledger group open` (GATE-4), then run again",
@@ -518,8 +533,20 @@ impl Runner<'_> {
             }
             Step::IngestResults { cases } => {
                 self.say(&format!("ingesting {} Harbor result(s)", cases.len()));
+                // Those trials only: a result written after its launch's
+                // exit was recorded never counts (RUN-5).
                 let job = job_dir(l, &self.group);
-                crate::cli::ingest::ingest_harbor_dir(self.cli, self.wait, &self.spec, &job)?;
+                let names: BTreeSet<String> = cases
+                    .iter()
+                    .map(|c| trial_name(&c.task, &self.group, c))
+                    .collect();
+                crate::cli::ingest::ingest_harbor_trials(
+                    self.cli,
+                    self.wait,
+                    &self.spec,
+                    &job,
+                    Some(&names),
+                )?;
                 Ok(None)
             }
             Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
@@ -645,6 +672,11 @@ impl Runner<'_> {
             };
             if status != Status::Pass {
                 return Ok(());
+            }
+            // Each gate blocks for at most a minute (its bounded exchanges);
+            // the lease is renewed between them (RUN-2).
+            if let Some(lease) = self.lease.as_mut() {
+                lease.renew_if_due(self.cli, self.wait)?;
             }
         }
         Ok(())
@@ -834,9 +866,11 @@ impl Runner<'_> {
             let _ = child.wait();
             return Err(e);
         }
+        let result = self.job.join(&name).join("result.json");
         self.running.insert(
             s.case,
             Running {
+                witness: proc::ExitWitness::watch(child.id(), result),
                 child,
                 group: s.group,
                 log_path: s.log_path,
@@ -854,13 +888,16 @@ impl Runner<'_> {
     fn reap(&mut self) -> anyhow::Result<bool> {
         let mut ended = Vec::new();
         for (case, r) in &mut self.running {
-            let e = proc::poll_bounded(&mut r.child, r.started, r.timeout)
+            let e = proc::poll_bounded(&mut r.child, r.started, r.timeout, Some(&mut r.witness))
                 .map_err(|e| Error::io("wait for a launched command".to_string(), e))?;
             if let Some(e) = e {
                 ended.push((case.clone(), e));
             }
         }
         let any = !ended.is_empty();
+        if !ended.is_empty() {
+            self.ingest_at_exit(&ended)?;
+        }
         for (case, e) in ended {
             let r = self
                 .running
@@ -879,6 +916,33 @@ impl Runner<'_> {
             case::record_exit(self.cli, self.wait, r.group, &case, &x, &r.log_path)?;
         }
         Ok(any)
+    }
+
+    /// The results that were there when their launches ended (as each
+    /// launch's exit witness saw them) are ingested, those trials only,
+    /// before the exits are recorded: an exit recorded without a result
+    /// makes its case terminal_invalid whatever is written later, so what
+    /// counts never depends on when the driver looked (CASE-3, RUN-5).
+    fn ingest_at_exit(&mut self, ended: &[(CaseRef, proc::Ended)]) -> anyhow::Result<()> {
+        let present: BTreeSet<String> = ended
+            .iter()
+            .map(|(c, e)| (trial_name(&c.task, &self.group, c), e.file_at_end))
+            .filter(|(name, at_end)| {
+                // A witness that could not tell: the file as it is now.
+                at_end.unwrap_or_else(|| self.job.join(name).join("result.json").is_file())
+            })
+            .map(|(name, _)| name)
+            .collect();
+        if !present.is_empty() {
+            crate::cli::ingest::ingest_harbor_trials(
+                self.cli,
+                self.wait,
+                &self.spec,
+                &self.job,
+                Some(&present),
+            )?;
+        }
+        Ok(())
     }
 
     /// Records a launch killed at its deadline (RUN-4).

@@ -157,6 +157,17 @@ impl Lease {
         Ok(())
     }
 
+    /// Renews the lease to outlast a step that may block for `secs` on
+    /// frozen command deadlines (`run_plan::lease_cover_sec`; RUN-2, RUN-4).
+    pub(crate) fn cover(&mut self, cli: &Cli, wait: Duration, secs: u64) -> anyhow::Result<()> {
+        if secs == 0 {
+            return self.renew_if_due(cli, wait);
+        }
+        self.append(cli, wait, RUN_LEASE_SEC.saturating_add(secs))?;
+        self.renewed = Instant::now();
+        Ok(())
+    }
+
     /// Releases the lease (an expiry of now) and ends the fencing; a lease
     /// already taken over is left as it is.
     pub(crate) fn release(self, cli: &Cli, wait: Duration) {

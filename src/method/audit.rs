@@ -10,7 +10,7 @@ use crate::method::projections::{At, State};
 use crate::method::verdict::{self};
 use std::collections::BTreeSet;
 
-use crate::schema::events::{CleanupAudited, Event, GroupRef};
+use crate::schema::events::{CleanupAudited, Event, GroupRef, GroupSealed};
 
 /// One sealed verdict compared with its re-derivation.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -32,82 +32,56 @@ pub struct AuditLine {
 /// under the lock) is compared with the attested one, row by row; and every
 /// registered control artifact is re-derived at its seq.
 pub fn audit(ledger: &Ledger) -> crate::Result<Vec<AuditLine>> {
-    let mut state = State::scanning();
-    let mut out = Vec::new();
+    let mut a = Auditor::default();
     for v in ledger.records()? {
         let v = v?;
         let r = &v.decoded.record;
-        match &v.decoded.event {
+        a.record(
+            At {
+                seq: r.seq,
+                utc_ns: r.recorded_at_utc_ns,
+            },
+            &v.decoded.event,
+        );
+    }
+    Ok(a.lines)
+}
+
+/// [`audit`] one record at a time, for callers that hold the records
+/// (the driver's simulator re-derives every seal of its in-memory log).
+#[derive(Debug)]
+pub struct Auditor {
+    state: State,
+    /// The lines so far.
+    pub lines: Vec<AuditLine>,
+}
+
+impl Default for Auditor {
+    /// An auditor at the log's start, its fold scanning for secrets as
+    /// `group seal`'s does.
+    fn default() -> Auditor {
+        Auditor {
+            state: State::scanning(),
+            lines: Vec::new(),
+        }
+    }
+}
+
+impl Auditor {
+    /// Audits the next record (records in seq order, from seq 1).
+    pub fn record(&mut self, at: At, event: &Event) {
+        match event {
             Event::GroupSealed(s) => {
-                let mut diffs = Vec::new();
-                let derived = match state.lineages.get(&s.group.lineage) {
-                    None => {
-                        diffs.push("sealed for a lineage that was never frozen".to_string());
-                        String::new()
-                    }
-                    Some(l) => {
-                        let d = verdict::group_verdict(&state, l, &s.group.group);
-                        if d.projection_version != s.projection_version {
-                            diffs.push(format!(
-                                "projection version: attested {}, this build {}",
-                                s.projection_version, d.projection_version
-                            ));
-                        }
-                        for (i, row) in d.rows.iter().enumerate() {
-                            match s.rows.iter().find(|x| x.gate == row.gate) {
-                                None => diffs.push(format!(
-                                    "row {:?} missing from the attested verdict",
-                                    row.gate
-                                )),
-                                Some(x) if x.holds != row.holds => diffs.push(format!(
-                                    "row {:?}: attested {}, derived {}",
-                                    row.gate,
-                                    if x.holds { "holds" } else { "fails" },
-                                    if row.holds { "holds" } else { "fails" }
-                                )),
-                                Some(x) if x.evidence != row.evidence => diffs.push(format!(
-                                    "row {:?} evidence: attested {:?}, derived {:?}",
-                                    row.gate, x.evidence, row.evidence
-                                )),
-                                Some(_) => {}
-                            }
-                            let _ = i;
-                        }
-                        for x in &s.rows {
-                            if !d.rows.iter().any(|row| row.gate == x.gate) {
-                                diffs.push(format!(
-                                    "attested row {:?} is not a row of this build",
-                                    x.gate
-                                ));
-                            }
-                        }
-                        if d.skipped_cases() != s.skipped_security_policy {
-                            diffs.push("skipped_security_policy differs".to_string());
-                        }
-                        if !d.status.is(&s.status) {
-                            diffs.push(format!(
-                                "status: attested {}, derived {}",
-                                s.status, d.status
-                            ));
-                        }
-                        d.status.into()
-                    }
-                };
-                out.push(AuditLine {
-                    group: s.group.clone(),
-                    seq: r.seq,
-                    attested: s.status.clone(),
-                    derived,
-                    differences: diffs,
-                });
+                let line = self.sealed(at.seq, s);
+                self.lines.push(line);
             }
             Event::ControlRegistered(c) => {
-                if let Some(l) = state.lineages.get(&c.group.lineage) {
+                if let Some(l) = self.state.lineages.get(&c.group.lineage) {
                     let art = verdict::control_artifact_blake3(l, &c.group.group);
                     if art != c.artifact_blake3 {
-                        out.push(AuditLine {
+                        self.lines.push(AuditLine {
                             group: c.group.clone(),
-                            seq: r.seq,
+                            seq: at.seq,
                             attested: c.artifact_blake3.clone(),
                             derived: art,
                             differences: vec!["control artifact checksum differs".into()],
@@ -117,15 +91,77 @@ pub fn audit(ledger: &Ledger) -> crate::Result<Vec<AuditLine>> {
             }
             _ => {}
         }
-        state.apply(
-            At {
-                seq: r.seq,
-                utc_ns: r.recorded_at_utc_ns,
-            },
-            &v.decoded.event,
-        );
+        self.state.apply(at, event);
     }
-    Ok(out)
+
+    /// The seal at `seq` against the verdict of the state through seq - 1.
+    fn sealed(&self, seq: u64, s: &GroupSealed) -> AuditLine {
+        let mut diffs = Vec::new();
+        let derived = match self.state.lineages.get(&s.group.lineage) {
+            None => {
+                diffs.push("sealed for a lineage that was never frozen".to_string());
+                String::new()
+            }
+            Some(l) => {
+                let d = verdict::group_verdict(&self.state, l, &s.group.group);
+                row_differences(&d, s, &mut diffs);
+                d.status.into()
+            }
+        };
+        AuditLine {
+            group: s.group.clone(),
+            seq,
+            attested: s.status.clone(),
+            derived,
+            differences: diffs,
+        }
+    }
+}
+
+/// Where the derived verdict `d` differs from the attested seal `s`.
+fn row_differences(d: &verdict::Verdict, s: &GroupSealed, diffs: &mut Vec<String>) {
+    if d.projection_version != s.projection_version {
+        diffs.push(format!(
+            "projection version: attested {}, this build {}",
+            s.projection_version, d.projection_version
+        ));
+    }
+    for row in &d.rows {
+        match s.rows.iter().find(|x| x.gate == row.gate) {
+            None => diffs.push(format!(
+                "row {:?} missing from the attested verdict",
+                row.gate
+            )),
+            Some(x) if x.holds != row.holds => diffs.push(format!(
+                "row {:?}: attested {}, derived {}",
+                row.gate,
+                if x.holds { "holds" } else { "fails" },
+                if row.holds { "holds" } else { "fails" }
+            )),
+            Some(x) if x.evidence != row.evidence => diffs.push(format!(
+                "row {:?} evidence: attested {:?}, derived {:?}",
+                row.gate, x.evidence, row.evidence
+            )),
+            Some(_) => {}
+        }
+    }
+    for x in &s.rows {
+        if !d.rows.iter().any(|row| row.gate == x.gate) {
+            diffs.push(format!(
+                "attested row {:?} is not a row of this build",
+                x.gate
+            ));
+        }
+    }
+    if d.skipped_cases() != s.skipped_security_policy {
+        diffs.push("skipped_security_policy differs".to_string());
+    }
+    if !d.status.is(&s.status) {
+        diffs.push(format!(
+            "status: attested {}, derived {}",
+            s.status, d.status
+        ));
+    }
 }
 
 /// Every projection as one JSON document.

@@ -93,6 +93,26 @@ pub fn replace_line(m: &str, starts: &str, with: &str) -> String {
     out
 }
 
+/// Manifest `m` (the example's shape) with `cases` canary-1 identities
+/// (`hello-world` `c1`, `c2`, ...) and the frozen concurrency: GATE-9's
+/// multi-case canary at c.
+pub fn with_canaries(m: &str, cases: u32, concurrency: u32) -> String {
+    let canaries: String = (1..=cases)
+        .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
+        .collect();
+    let start = m
+        .find("canaries = [\n")
+        .map_or(0, |i| i + "canaries = [\n".len());
+    let end = start + m[start..].find("]\n").unwrap_or(0);
+    let mut m = m.to_string();
+    m.replace_range(start..end, &canaries);
+    m.replacen(
+        "concurrency = 1",
+        &format!("concurrency = {concurrency}"),
+        1,
+    )
+}
+
 /// The example manifest made runnable by `run` over a stand-in launch under
 /// `root`: `cases` canary-1 identities (`hello-world` `c1`, `c2`, ...) at
 /// `concurrency`, every path under `root`, the frozen validator
@@ -108,21 +128,7 @@ pub fn run_manifest(
 ) -> std::io::Result<String> {
     let r = root.display().to_string();
     let r = r.trim_end_matches('/');
-    let canaries: String = (1..=cases)
-        .map(|i| format!("  {{ group = \"canary-1\", task = \"hello-world\", trial = \"c{i}\", content_sha256 = \"{}\" }},\n", "ab".repeat(32)))
-        .collect();
-    let start = EXAMPLE_MANIFEST
-        .find("canaries = [\n")
-        .map_or(0, |i| i + "canaries = [\n".len());
-    let end = start + EXAMPLE_MANIFEST[start..].find("]\n").unwrap_or(0);
-    let mut m = EXAMPLE_MANIFEST.to_string();
-    m.replace_range(start..end, &canaries);
-    let m = m
-        .replacen(
-            "concurrency = 1",
-            &format!("concurrency = {concurrency}"),
-            1,
-        )
+    let m = with_canaries(EXAMPLE_MANIFEST, cases, concurrency)
         .replace("/srv/bench/", &format!("{r}/srv/"));
     let validator = root.join("validate.sh");
     std::fs::write(&validator, "#!/bin/sh\ntest -s \"$1\"\n")?;

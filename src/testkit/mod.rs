@@ -7,6 +7,7 @@ pub mod examples;
 pub mod http_server;
 pub mod procs;
 pub mod scenario;
+pub mod sim;
 pub mod tlog_vectors;
 pub mod vectors;
 

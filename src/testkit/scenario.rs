@@ -307,13 +307,18 @@ impl World {
     /// Opens a group with the frozen daemon values (GATE-4), then records
     /// its pre-batch gates.
     pub fn open(&mut self, group: &str) -> Result<()> {
-        let m = self.lineage_state().frozen.manifest.public.clone();
-        let g = m
-            .groups
-            .iter()
-            .find(|g| g.name == group)
-            .ok_or_else(|| Error::input(format!("no group {group}")))?;
-        let cmd = crate::method::decide::GroupOpen {
+        let cmd = self.group_open_command(group);
+        self.decide(|s, _| crate::method::decide::group_open(s, cmd))?;
+        self.gates(group);
+        Ok(())
+    }
+
+    /// `group open`'s command with the frozen daemon values (GATE-4); an
+    /// unknown group gets empty values (decide refuses it).
+    pub fn group_open_command(&self, group: &str) -> crate::method::decide::GroupOpen {
+        let m = &self.lineage_state().frozen.manifest.public;
+        let g = m.groups.iter().find(|g| g.name == group);
+        crate::method::decide::GroupOpen {
             lineage: Some(self.lineage.clone()),
             group: group.to_string(),
             binary_sha256: m.software.bitrouter_binary_sha256.clone(),
@@ -323,13 +328,10 @@ impl World {
                 .get(group)
                 .cloned()
                 .unwrap_or_default(),
-            ports: g.ports.clone(),
-            db_path: g.db_path.clone(),
-            out_dir: g.out_dir.clone(),
-        };
-        self.decide(|s, _| crate::method::decide::group_open(s, cmd))?;
-        self.gates(group);
-        Ok(())
+            ports: g.map(|g| g.ports.clone()).unwrap_or_default(),
+            db_path: g.map(|g| g.db_path.clone()).unwrap_or_default(),
+            out_dir: g.map(|g| g.out_dir.clone()).unwrap_or_default(),
+        }
     }
 
     /// Validates and starts a case; `config_override` launches a different

@@ -139,6 +139,32 @@ pub fn resume(
         .collect())
 }
 
+/// The identities of `group` that may launch now (CASE-4): `resume`'s
+/// launchable rows without their reasons, one lookup each (`run` asks
+/// before every wave; `resume` judges every started case's binding for its
+/// message).
+pub fn launchable(
+    state: &State,
+    lineage: Option<&str>,
+    group: &str,
+    harbor_trial_dirs: &BTreeSet<String>,
+) -> Result<Vec<CaseRef>> {
+    let l = state.lineage(lineage)?;
+    manifest_group(l, group)?;
+    let g = l.groups.get(group);
+    Ok(group_identities(l, group)
+        .into_iter()
+        .filter(|case| {
+            let started = g
+                .and_then(|g| g.cases.get(case))
+                .is_some_and(|c| c.started.is_some());
+            !started
+                && !harbor_trial_dirs
+                    .contains(&crate::schema::names::trial_name(&case.task, group, case))
+        })
+        .collect())
+}
+
 /// The security-policy skip's precondition for `replacement-01` (CASE-6):
 /// the original identity ended terminal-invalid without a valid TrialResult
 /// and has 403 evidence in one of the two skip classes.
@@ -319,16 +345,25 @@ fn capacity_allows(l: &LineageState, scored: bool) -> Result<()> {
         ));
     }
     if scored {
-        let canaries = accepted_canaries(l)?;
-        let concurrency = m.limits.concurrency as u64;
-        let ran_at_concurrency = |g: &&GroupState| {
-            g.monitor_peak == Some(concurrency) && g.cases.len() as u64 >= concurrency
-        };
-        if concurrency > 1 && !canaries.iter().any(ran_at_concurrency) {
-            return Err(refuse(Rule::Gate9, format!(
-                "concurrency {concurrency} needs an accepted multi-case canary that ran at exactly {concurrency} with an observed peak of {concurrency}"
-            )));
-        }
+        scored_work_allowed(l)?;
+    }
+    Ok(())
+}
+
+/// Scored work may start: an accepted canary first (GATE-5) that ran at
+/// the lineage's concurrency with that peak observed (GATE-9). `run`'s
+/// planner asks this before it takes a scored wave's gates.
+pub fn scored_work_allowed(l: &LineageState) -> Result<()> {
+    let m = &l.frozen.manifest.public;
+    let canaries = accepted_canaries(l)?;
+    let concurrency = m.limits.concurrency as u64;
+    let ran_at_concurrency = |g: &&GroupState| {
+        g.monitor_peak == Some(concurrency) && g.cases.len() as u64 >= concurrency
+    };
+    if concurrency > 1 && !canaries.iter().any(ran_at_concurrency) {
+        return Err(refuse(Rule::Gate9, format!(
+            "concurrency {concurrency} needs an accepted multi-case canary that ran at exactly {concurrency} with an observed peak of {concurrency}"
+        )));
     }
     Ok(())
 }

@@ -16,7 +16,9 @@ mod lineage;
 mod run;
 mod seal;
 
-pub use case::{case_start, render_identity, resume, CaseStart, ResumeRow};
+pub use case::{
+    case_start, launchable, render_identity, resume, scored_work_allowed, CaseStart, ResumeRow,
+};
 pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_result_case};
 pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};

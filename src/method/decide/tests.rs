@@ -1025,3 +1025,58 @@ mod lifecycle {
         );
     }
 }
+
+/// `launchable` (what `run` asks before a wave) is exactly `resume`'s
+/// unblocked rows (CASE-4), before and after starts and with a trial
+/// directory on disk.
+#[test]
+fn launchable_is_resumes_unblocked_rows() {
+    use crate::schema::events::CaseRef;
+    use crate::testkit::scenario::World;
+    use std::collections::BTreeSet;
+    let mut w = World::new();
+    w.freeze(
+        crate::testkit::examples::EXAMPLE_MANIFEST,
+        crate::testkit::examples::EXAMPLE_PRIVATE,
+    )
+    .expect("the example freezes");
+    let l = w.lineage.clone();
+    let rows = |w: &World, dirs: &BTreeSet<String>| -> (Vec<CaseRef>, Vec<CaseRef>) {
+        let r: Vec<CaseRef> = super::resume(&w.state, Some(&l), "canary-1", dirs)
+            .expect("resume")
+            .into_iter()
+            .filter(|r| r.blocked.is_none())
+            .map(|r| r.case)
+            .collect();
+        let fast = super::launchable(&w.state, Some(&l), "canary-1", dirs).expect("launchable");
+        (r, fast)
+    };
+    let (slow, fast) = rows(&w, &BTreeSet::new());
+    assert_eq!(slow, fast, "CASE-4");
+    assert_eq!(fast.len(), 1, "CASE-4: the example's one canary identity");
+    let dirs: BTreeSet<String> = [crate::schema::names::trial_name(
+        "hello-world",
+        "canary-1",
+        &fast[0],
+    )]
+    .into();
+    let (slow, fast) = rows(&w, &dirs);
+    assert_eq!(slow, fast, "CASE-4");
+    assert!(
+        fast.is_empty(),
+        "CASE-4: a trial directory blocks the identity"
+    );
+    w.open("canary-1").expect("open");
+    let case = slow.first().cloned().unwrap_or(CaseRef {
+        task: "hello-world".into(),
+        trial: "c1".into(),
+        replacement: 0,
+    });
+    w.start("canary-1", &case, None).expect("start");
+    let (slow, fast) = rows(&w, &BTreeSet::new());
+    assert_eq!(slow, fast, "CASE-4");
+    assert!(
+        fast.is_empty(),
+        "CASE-4: a started identity never launches again"
+    );
+}

@@ -252,6 +252,24 @@ pub fn plan_of(l: &LineageState) -> Result<&Plan> {
     })
 }
 
+/// RUN-2 with RUN-4: how long `step` may block on frozen command
+/// deadlines (the usage export; one receipt poll per request, one after
+/// another), in seconds. A driver's lease must outlast it, so the driver
+/// extends its lease by this much before the step: a hung export killed at
+/// a settlement grace longer than the lease does not let a second driver
+/// take over a live one. Every other step blocks for less than the lease's
+/// margin (an AWS operation, a sentinel or health exchange: at most a
+/// minute each, the lease renewed between them).
+pub fn lease_cover_sec(l: &LineageState, step: &Step) -> u64 {
+    let grace = l.frozen.manifest.public.limits.settlement_grace_sec;
+    let commands = match step {
+        Step::GatherEvidence => 1,
+        Step::PollReceipts { request_ids } => request_ids.len() as u64,
+        _ => 0,
+    };
+    grace.saturating_mul(commands)
+}
+
 /// The lineage's spend so far over the actual and notional series (the
 /// safety limit's figure, SETTLE-6).
 pub fn lineage_spend(l: &LineageState) -> u64 {
@@ -487,6 +505,19 @@ fn started_cases_step(
         .filter(|(_, c)| c.status(accepted) == CaseStatus::Started)
     {
         let name = trial_name(&case.task, group, case);
+        let orphan = |reason| Orphan {
+            case: case.clone(),
+            trial_name: name.clone(),
+            reason,
+        };
+        if c.exited.is_some() && !f.running_here.contains(case) {
+            // Its end is recorded (by the driver that ran it, which ingests
+            // a result present at the exit first, or at the kill of an
+            // adopted launch) and no result was: a result.json written
+            // later does not count, however soon (CASE-3, RUN-5).
+            s.orphans.push(orphan(InvalidReason::MissingVerifierResult));
+            continue;
+        }
         if f.results.contains(&name) {
             s.ingest.push(case.clone());
             continue;
@@ -506,17 +537,6 @@ fn started_cases_step(
             .launched
             .as_ref()
             .and_then(|_| f.launches.get(case).copied());
-        let orphan = |reason| Orphan {
-            case: case.clone(),
-            trial_name: name.clone(),
-            reason,
-        };
-        if c.exited.is_some() {
-            // Its end is recorded (by the driver that ran it, or at the kill
-            // of an adopted launch): no result, no process to wait for.
-            s.orphans.push(orphan(InvalidReason::MissingVerifierResult));
-            continue;
-        }
         match seen {
             Some(LaunchSeen::Alive) if f.now_utc_ns >= deadline => {
                 let pgid = c.launched.as_ref().map_or(0, |(_, e)| e.process.pid);
@@ -567,14 +587,19 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
     if l.stopped.is_some() {
         return Ok(Step::Close);
     }
-    let launchable: Vec<CaseRef> =
-        crate::method::decide::resume(state, Some(&l.frozen.lineage), group, f.trial_dirs)?
-            .into_iter()
-            .filter(|r| r.blocked.is_none())
-            .map(|r| r.case)
-            .collect();
+    let launchable =
+        crate::method::decide::launchable(state, Some(&l.frozen.lineage), group, f.trial_dirs)?;
     if launchable.is_empty() {
         return Ok(Step::Close);
+    }
+    // GATE-5, GATE-9: scored work needs the canary's proof; without it no
+    // gate is worth taking (nothing could start).
+    if !crate::schema::manifest::is_non_evaluation(group) {
+        if let Err(e) = crate::method::decide::scored_work_allowed(l) {
+            return Ok(Step::Blocked {
+                reason: e.to_string(),
+            });
+        }
     }
     let spend = lineage_spend(l);
     if spend > m.limits.spend_stop_micro_usd {

@@ -824,3 +824,21 @@ fn a_case_whose_result_is_in_keeps_its_slot_while_its_process_runs() {
         g.next()
     );
 }
+
+#[test]
+fn the_lease_covers_a_steps_command_deadlines() {
+    let g = Given::frozen(EXAMPLE_MANIFEST);
+    let l = &g.world.state.lineages[L];
+    let grace = l.frozen.manifest.public.limits.settlement_grace_sec;
+    // The example's grace (900 s) outlasts the lease: a hung export would
+    // let a second driver take over a live one (found by the simulator,
+    // seed 1406).
+    assert!(grace > crate::limits::RUN_LEASE_SEC, "RUN-2: {grace}");
+    assert_eq!(lease_cover_sec(l, &Step::GatherEvidence), grace, "RUN-2");
+    let polls = Step::PollReceipts {
+        request_ids: vec!["a".into(), "b".into(), "c".into()],
+    };
+    assert_eq!(lease_cover_sec(l, &polls), 3 * grace, "RUN-2, RUN-4");
+    assert_eq!(lease_cover_sec(l, &Step::Sample), 0, "RUN-2");
+    assert_eq!(lease_cover_sec(l, &Step::Close), 0, "RUN-2");
+}
