@@ -948,3 +948,140 @@ fn messages_name_values_as_the_ledger_writes_them_never_rust_types() {
         r.stderr
     );
 }
+
+/// A Harbor jobs directory `name` holding one job with trial directory
+/// `trial_name`, whose result.json is the pass fixture naming that trial
+/// of task `task_name`.
+fn one_trial_tree(h: &Harness, name: &str, trial_name: &str, task_name: &str) -> String {
+    let pass = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+    ))
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&pass).unwrap();
+    v["trial_name"] = serde_json::json!(trial_name);
+    v["task_name"] = serde_json::json!(task_name);
+    let trial = h.path(name).join("job").join(trial_name);
+    std::fs::create_dir_all(&trial).unwrap();
+    std::fs::write(
+        trial.join("result.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
+    h.path(name).display().to_string()
+}
+
+#[test]
+fn a_refused_evidence_file_is_kept_with_its_rule_and_shown() {
+    // rule BIND-12 (issue 29 item 5): each kind of evidence a rule refuses
+    // is kept as one record (path, size, BLAKE3, rule, reason; nothing of
+    // its content), the verb still exits 3, the same offer again is kept
+    // once, `verify` passes, and gate, replay and the report name it.
+    use super::reliability::{fixture, row_with, KINDS};
+    let h = super::cases::ready_harness(1);
+    h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+    let secret = format!("{}{}", "sk-ant-api03-", "Z".repeat(40) + "7q");
+    for kind in KINDS {
+        let path = h.path(&format!("refused-{kind}.jsonl"));
+        let text = row_with(kind, &secret) + &fixture(kind);
+        std::fs::write(&path, &text).unwrap();
+        let p = path.to_str().unwrap();
+        let kept = h.refused_kept(&["ingest", kind, "canary-1", p], "FREEZE-2", "FREEZE-2");
+        assert_eq!(
+            (
+                kept["role"].as_str(),
+                kept["path"].as_str(),
+                kept["bytes"].as_u64(),
+                kept["blake3"].as_str(),
+            ),
+            (
+                Some(format!("bitrouter_{kind}").as_str()),
+                Some(p),
+                Some(text.len() as u64),
+                Some(benchledger::evidence::blake3_hex(text.as_bytes()).as_str()),
+            ),
+            "BIND-12: {kind}: path, size and BLAKE3 of the bytes read"
+        );
+        assert!(
+            !kept.to_string().contains(&secret),
+            "BIND-12: {kind}: nothing of its content"
+        );
+        // The same bytes under the same path, refused the same way: kept
+        // once (the record's idempotency key), still exit 3.
+        let before = h.head_bytes();
+        let again = h.run(&["ingest", kind, "canary-1", p]);
+        assert_eq!(again.code, 3, "BIND-12: {}", again.stderr);
+        assert!(
+            again.stderr.contains("already kept at seq"),
+            "BIND-12: {}",
+            again.stderr
+        );
+        assert_eq!(
+            h.head_bytes(),
+            before,
+            "BIND-12: the same offer is kept once"
+        );
+    }
+    // A trial result naming another task than its directory (CASE-8),
+    // offered for the started case: kept, the case named with it.
+    let other = one_trial_tree(&h, "jobs-other", "hello-world__canary-1-c1", "fix-git");
+    let kept = h.refused_kept(
+        &["ingest", "harbor", "canary-1", &other],
+        "CASE-8",
+        "CASE-8",
+    );
+    assert_eq!(
+        (kept["role"].as_str(), kept["case"]["trial"].as_str()),
+        (Some("harbor_trial_result"), Some("c1")),
+        "BIND-12: a trial's result is kept for its case"
+    );
+    assert!(
+        !kept["reason"].as_str().unwrap().contains("fix-git"),
+        "BIND-12: the reason names no value of the file: {kept}"
+    );
+    // A result for an identity never started (GATE-6).
+    let foreign = one_trial_tree(
+        &h,
+        "jobs-foreign",
+        "hello-world__canary-1-c3",
+        "hello-world",
+    );
+    h.refused_kept(
+        &["ingest", "harbor", "canary-1", &foreign],
+        "GATE-6",
+        "GATE-6",
+    );
+    // Shown: the case is not silently `started`, every refused file is
+    // listed, and the file refused for a credential shape fails the
+    // secrets row (BIND-8).
+    let gate = h.run(&["gate", "canary-1"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    let replay = h.ok(&["replay"]).stdout;
+    let report = h.ok(&["report"]).stdout;
+    for (verb, out) in [("gate", &gate.stdout), ("replay", &replay)] {
+        assert!(
+            out.contains("hello-world/c1 (its result was refused: ")
+                && out.contains("jobs-other/job/hello-world__canary-1-c1/result.json"),
+            "BIND-12: {verb} names the case with its refused result: {out}"
+        );
+        assert_eq!(
+            out.matches("refused evidence file ").count(),
+            KINDS.len() + 2,
+            "BIND-12: {verb} lists every refused file: {out}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.contains("secrets") && l.contains("FAILS") && l.contains("BIND-12")),
+            "BIND-12, BIND-8: {verb}: a file refused for a credential fails the secrets row: {out}"
+        );
+    }
+    assert!(
+        report.contains("Evidence files refused by a rule")
+            && report.contains("refused-usage.jsonl (bitrouter_usage")
+            && report.contains("CASE-8")
+            && report.contains("GATE-6"),
+        "BIND-12: the report lists the refused files: {report}"
+    );
+    assert!(!report.contains(&secret) && !replay.contains(&secret));
+    assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true, "BIND-12");
+}

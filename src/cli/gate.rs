@@ -98,6 +98,10 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
             s.evidence_blake3[1]
         )?;
     }
+    // What was offered and refused by a rule, never its content (BIND-12).
+    for f in &v.refused_files {
+        outln!("  refused evidence file {}", inert(&f.line()))?;
+    }
     Ok(())
 }
 

@@ -51,7 +51,9 @@ Exit codes:
   1  a check ran and does not hold (verify found damage)
   2  bad input or usage; nothing appended
   3  refused by a rule of the method (the message names the rule id); nothing appended
+     except the record of a refused evidence file (BIND-12)
   4  environment failure (I/O, lock wait timed out); nothing appended
+130  interrupted by a second Ctrl-C
 
 Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
 

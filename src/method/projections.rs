@@ -10,10 +10,11 @@ use crate::log::ledger::Ledger;
 use crate::method::observations::{refute, Refutation};
 use crate::schema::events::{
     CaseInvalidated, CaseLaunched, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied,
-    GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen,
-    Protocol, ReceiptState, ReconciliationStatus, RunLeased, SecurityRefusalRecorded, SignOffRole,
-    Status, TokenBuckets, TraceStatus, TrialFactsRecorded, TrialResultRecordedV2, UsageOrigin,
+    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, EvidenceRefused,
+    FeedbackApplied, GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped,
+    ManifestFrozen, Protocol, ReceiptState, ReconciliationStatus, RunLeased,
+    SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets, TraceStatus, TrialFactsRecorded,
+    TrialResultRecordedV2, UsageOrigin,
 };
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
@@ -146,6 +147,9 @@ pub struct GroupState {
     pub lease: Option<(At, RunLeased)>,
     /// Commands killed at their deadlines (RUN-4).
     pub kills: Vec<(At, CommandKilled)>,
+    /// Evidence files offered to the group and refused by a rule, kept
+    /// without their content (BIND-12).
+    pub refused_files: Vec<(At, EvidenceRefused)>,
 }
 
 /// A trace as the join needs it.
@@ -749,6 +753,9 @@ impl State {
             }),
             Event::CredentialFound(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.leaks.push((at, e.clone()));
+            }),
+            Event::EvidenceRefused(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.refused_files.push((at, e.clone()));
             }),
             _ => return false,
         }

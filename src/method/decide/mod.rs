@@ -17,7 +17,10 @@ mod run;
 mod seal;
 
 pub use case::{case_start, render_identity, resume, CaseStart, ResumeRow};
-pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_result_case};
+pub use evidence::{
+    case_invalidate, evidence_group, evidence_refused, security_refusal, trial_result_case,
+    OfferedFile,
+};
 pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};
 pub use lineage::{control_reuse, feedback, lineage_stop};

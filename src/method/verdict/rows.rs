@@ -202,6 +202,23 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
             f.redacted
         )
     }));
+    // A file refused for a credential-shaped value (FREEZE-2) leaked it as
+    // much as one recorded with its findings (BIND-8, BIND-12).
+    named.extend(
+        ctx.group_state
+            .refused_files
+            .iter()
+            .filter(|(_, f)| f.rule == Rule::Freeze2.as_str())
+            .map(|(at, f)| {
+                format!(
+                    "{} seq {}: {} was refused for a credential shape ({})",
+                    Rule::Bind12,
+                    at.seq,
+                    f.path,
+                    Rule::Freeze2
+                )
+            }),
+    );
     let text = if !named.is_empty() {
         name_some(&named)
     } else if ctx.state.scan_secrets {
