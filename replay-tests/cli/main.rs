@@ -29,6 +29,8 @@ mod fail_closed;
 mod harbor_trees;
 #[path = "pipes.rs"]
 mod pipes;
+#[path = "read_only.rs"]
+mod read_only;
 #[path = "reliability.rs"]
 mod reliability;
 #[path = "report.rs"]

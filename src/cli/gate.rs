@@ -10,7 +10,6 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::{Error, ExitClass};
-use crate::log::ledger::Ledger;
 use crate::method::projections::{replay_scanning, LineageState};
 use crate::method::verdict::{self, Verdict};
 
@@ -108,7 +107,7 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
 /// `gate GROUP`: the verdict table as the log gives it now. Exit 0 when the
 /// verdict is `accepted`, 1 otherwise.
 pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let state = replay_scanning(&ledger)?;
     let (lineage, group) = parse_group(&a.group);
     let l = state.lineage(lineage.as_deref())?;

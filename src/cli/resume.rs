@@ -12,7 +12,6 @@ use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
 use crate::evidence::harbor;
-use crate::log::ledger::Ledger;
 use crate::method::projections::{LineageState, State};
 use crate::schema::rule::Rule;
 use std::collections::BTreeSet;
@@ -116,7 +115,7 @@ fn trial_dirs_on_disk(given: Option<&Path>, l: &LineageState) -> anyhow::Result<
 /// `resume`: which identities may launch (CASE-4).
 pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (lineage, group) = parse_group(&a.group);
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let state: State = decide_state(&ledger)?;
     drop(ledger);
     let on_disk = trial_dirs_on_disk(a.harbor_jobs.as_deref(), state.lineage(lineage.as_deref())?)?;
