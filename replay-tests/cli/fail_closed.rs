@@ -322,7 +322,7 @@ fn wait_for(mut child: std::process::Child) -> Run {
     child.wait_with_output().unwrap().into()
 }
 
-fn an_export(records: usize) -> String {
+pub(super) fn an_export(records: usize) -> String {
     let h = Harness::new();
     h.init();
     for i in 1..records {
@@ -1084,4 +1084,37 @@ fn a_refused_evidence_file_is_kept_with_its_rule_and_shown() {
     );
     assert!(!report.contains(&secret) && !replay.contains(&secret));
     assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true, "BIND-12");
+}
+
+#[test]
+fn messages_read_as_english_and_name_values_as_the_ledger_writes_them() {
+    // Issue 29 item 17 (the rest): never "a empty directory", never a Rust
+    // variant name such as `DaemonHealth`.
+    let h = super::cases::ready_harness(1);
+    let empty = h.path("empty-jobs");
+    std::fs::create_dir_all(&empty).unwrap();
+    let r = h.run(&["ingest", "harbor", "canary-1", empty.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("is an empty directory holding no trial result"),
+        "BIND-9: {}",
+        r.stderr
+    );
+    let r = h.run(&[
+        "check",
+        "daemon-health",
+        "--group",
+        "canary-1",
+        "--probe",
+        "--url",
+        "http://127.0.0.1:9/health",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("daemon_health probe of http://127.0.0.1:9/health does not hold"),
+        "RUN-6: {}",
+        r.stdout
+    );
 }

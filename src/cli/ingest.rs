@@ -552,8 +552,8 @@ fn harbor_tree(dir: &Path) -> anyhow::Result<harbor::HarborTree> {
         return Err(Error::Refused {
             rule: Rule::Bind9,
             message: format!(
-                "{shown} is a {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
-                tree.level
+                "{shown} is {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
+                crate::schema::strings::with_article(tree.level.as_str())
             ),
         }
         .into());
@@ -911,7 +911,11 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
             "trials": h.trials, "incomplete": h.incomplete, "credential_findings": h.leaks,
         }))?;
     } else {
-        outln!("given a {}: {}", h.level, a.dir.display())?;
+        outln!(
+            "given {}: {}",
+            crate::schema::strings::with_article(h.level.as_str()),
+            a.dir.display()
+        )?;
         outln!(
             "ingested {} trial results from {}: {} records appended",
             h.results,

@@ -64,9 +64,12 @@ fn harbor_trial_dirs(
             let below = harbor::jobs_root_below(dir)?
                 .map(|p| format!(" (the jobs directory {p} is one level down)"))
                 .unwrap_or_default();
-            return Err(refuse(format!("a {level}{below}")));
+            return Err(refuse(format!(
+                "{}{below}",
+                crate::schema::strings::with_article(level.as_str())
+            )));
         }
-        other => return Err(refuse(format!("a {other}"))),
+        other => return Err(refuse(crate::schema::strings::with_article(other.as_str()))),
     }
     let mut out = BTreeSet::new();
     let mut ours = false;
@@ -142,7 +145,11 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
         }))?;
     } else {
         if let (Some(d), Some(level)) = (&a.harbor_jobs, level) {
-            outln!("given a {level}: {}", d.display())?;
+            outln!(
+                "given {}: {}",
+                crate::schema::strings::with_article(level.as_str()),
+                d.display()
+            )?;
         }
         outln!("{} launchable in {group}:", launchable.len())?;
         for c in &launchable {

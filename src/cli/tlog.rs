@@ -318,9 +318,9 @@ fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result
     let key = read_signer_key(&a.key)?;
     if key.kind() != KeyKind::Ed25519 {
         return Err(BadUsage(format!(
-            "{} is a {} key; a checkpoint is signed with a note key",
+            "{} is {} key; a checkpoint is signed with a note key",
             a.key.display(),
-            key.kind().label()
+            crate::schema::strings::with_article(key.kind().label())
         ))
         .into());
     }

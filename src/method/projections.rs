@@ -21,8 +21,15 @@ use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
 /// audit can tell which logic produced them. 2: evidence binding (BIND-1..9)
-/// and the two evidence planes (PLANE-1).
-pub const PROJECTION_VERSION: u32 = 2;
+/// and the two evidence planes (PLANE-1). 3: the secrets row names a
+/// leaked credential's shape in plain words ("quotes a credential of shape
+/// api_key_assignment", was "quotes a api_key_assignment"); nothing else.
+pub const PROJECTION_VERSION: u32 = 3;
+
+/// The oldest projection version this build derives a verdict as: `audit`
+/// re-derives each sealed verdict as the version it attests, so a wording
+/// a later version changed still verifies word for word.
+pub const PROJECTION_VERSION_OLDEST: u32 = 2;
 
 /// Where an event sits in the log: its seq and when it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

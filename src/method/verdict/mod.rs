@@ -184,6 +184,18 @@ impl Verdict {
 /// first failing row in VERDICT-1's precedence. The secrets row reads the
 /// fold's findings for this group (see [`State::secret_findings`]).
 pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
+    group_verdict_as(
+        state,
+        l,
+        group,
+        crate::method::projections::PROJECTION_VERSION,
+    )
+}
+
+/// [`group_verdict`] as projection `version` words it (one of
+/// `PROJECTION_VERSION_OLDEST..=PROJECTION_VERSION`): what `audit`
+/// compares a sealed verdict with, as the version it attests.
+pub fn group_verdict_as(state: &State, l: &LineageState, group: &str, version: u32) -> Verdict {
     let manifest = &l.frozen.manifest.public;
     let empty = GroupState::default();
     let group_state = l.groups.get(group).unwrap_or(&empty);
@@ -205,6 +217,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         settlement: &settlement,
         cleanup: &cleanup,
         planes: &planes,
+        version,
     };
     let rows: Vec<GateRow> = rows::ALL.iter().map(|row| row(&context)).collect();
     // Paired with the row table: exactly its rows, in its order.
@@ -229,7 +242,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         joins,
         cleanup,
         planes,
-        projection_version: crate::method::projections::PROJECTION_VERSION,
+        projection_version: version,
         refused_files: RefusedFile::of(group_state),
     }
 }
