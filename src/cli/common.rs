@@ -263,23 +263,10 @@ pub(crate) fn lineage_state(
     Ok(state.lineage(lineage)?.clone())
 }
 
+/// LINEAGE-1: the same refusal of an unknown group as every verb's (exit
+/// 3).
 pub(crate) fn require_group(l: &LineageState, group: &str) -> anyhow::Result<()> {
-    if l.frozen
-        .manifest
-        .public
-        .groups
-        .iter()
-        .any(|g| g.name == group)
-    {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "group {group:?} is not in lineage {:?} (groups: {:?})",
-            l.frozen.lineage,
-            l.frozen.manifest.public.group_names()
-        ))
-        .into())
-    }
+    Ok(crate::method::decide::target_group(l, group)?)
 }
 
 /// Appends events in one atomic batch under the writer lock.

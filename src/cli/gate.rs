@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::cli::common::*;
 use crate::cli::Cli;
-use crate::error::{Error, ExitClass};
+use crate::error::ExitClass;
 use crate::method::projections::{replay_scanning, LineageState};
 use crate::method::verdict::{self, Verdict};
 
@@ -111,24 +111,8 @@ pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitC
     let state = replay_scanning(&ledger)?;
     let (lineage, group) = parse_group(&a.group);
     let l = state.lineage(lineage.as_deref())?;
-    if !l
-        .frozen
-        .manifest
-        .public
-        .group_names()
-        .contains(&group.as_str())
-    {
-        // The same refusal as every verb that names a group (LINEAGE-1).
-        return Err(Error::Refused {
-            rule: crate::schema::rule::Rule::Lineage1,
-            message: format!(
-                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
-                l.frozen.manifest.public.group_names(),
-                l.frozen.lineage
-            ),
-        }
-        .into());
-    }
+    // The same refusal as every verb that names a group (LINEAGE-1).
+    crate::method::decide::target_group(l, &group)?;
     let v = verdict::group_verdict(&state, l, &group);
     let sealed = l
         .groups

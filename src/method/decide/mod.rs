@@ -53,6 +53,12 @@ fn not_stopped(l: &LineageState) -> Result<()> {
     Ok(())
 }
 
+/// LINEAGE-1: `group` is in the lineage's frozen target list; the one
+/// refusal of an unknown group, whichever verb names it (exit 3).
+pub fn target_group(l: &LineageState, group: &str) -> Result<()> {
+    manifest_group(l, group).map(|_| ())
+}
+
 /// LINEAGE-1: `group` is in the lineage's frozen target list.
 fn manifest_group<'a>(l: &'a LineageState, group: &str) -> Result<&'a Group> {
     l.frozen
