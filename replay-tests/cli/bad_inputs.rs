@@ -30,67 +30,68 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/replay-tests/bad-inputs.toml");
+pub(super) const CORPUS: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/replay-tests/bad-inputs.toml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Corpus {
-    case: Vec<Case>,
+pub(super) struct Corpus {
+    pub(super) case: Vec<Case>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Case {
-    name: String,
-    setup: String,
-    args: Vec<String>,
-    exit: i32,
+pub(super) struct Case {
+    pub(super) name: String,
+    pub(super) setup: String,
+    pub(super) args: Vec<String>,
+    pub(super) exit: i32,
     #[serde(default)]
-    stderr: Vec<String>,
+    pub(super) stderr: Vec<String>,
     #[serde(default)]
-    stdout_empty: bool,
+    pub(super) stdout_empty: bool,
     #[serde(default)]
-    file: Vec<FileSpec>,
+    pub(super) file: Vec<FileSpec>,
     /// A known bug: the case must still fail (and the marker goes with the fix).
     #[serde(default)]
-    xfail: Option<String>,
+    pub(super) xfail: Option<String>,
     /// Another ledger path (default the harness's).
     #[serde(default)]
-    ledger: Option<String>,
+    pub(super) ledger: Option<String>,
     /// The rule of the one `evidence_refused.v1` the refusal keeps
     /// (BIND-12); without it, nothing may be appended.
     #[serde(default)]
-    kept: Option<String>,
+    pub(super) kept: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FileSpec {
-    path: String,
+pub(super) struct FileSpec {
+    pub(super) path: String,
     #[serde(default)]
-    text: Option<String>,
+    pub(super) text: Option<String>,
     #[serde(default)]
-    from: Option<String>,
+    pub(super) from: Option<String>,
     #[serde(default)]
-    hex: Option<String>,
+    pub(super) hex: Option<String>,
     #[serde(default)]
-    replace: Vec<(String, String)>,
+    pub(super) replace: Vec<(String, String)>,
     #[serde(default)]
-    first_row: Option<RowEdit>,
+    pub(super) first_row: Option<RowEdit>,
     #[serde(default)]
-    truncate: Option<usize>,
+    pub(super) truncate: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RowEdit {
+pub(super) struct RowEdit {
     #[serde(default)]
-    remove: Vec<String>,
+    pub(super) remove: Vec<String>,
     #[serde(default)]
-    set: BTreeMap<String, Value>,
+    pub(super) set: BTreeMap<String, Value>,
 }
 
-fn expand(h: &Harness, s: &str) -> String {
+pub(super) fn expand(h: &Harness, s: &str) -> String {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut out = s
         .replace(
@@ -112,7 +113,7 @@ fn expand(h: &Harness, s: &str) -> String {
     out
 }
 
-fn write_file(h: &Harness, f: &FileSpec) {
+pub(super) fn write_file(h: &Harness, f: &FileSpec) {
     let bytes: Vec<u8> = if let Some(hex) = &f.hex {
         hex::decode(hex.replace(' ', "")).expect("hex")
     } else {
@@ -157,7 +158,7 @@ fn write_file(h: &Harness, f: &FileSpec) {
 
 /// The stored head, raw: None when there is no ledger, Some(None) when a
 /// store exists without a head.
-fn raw_head(h: &Harness) -> Option<Option<Vec<u8>>> {
+pub(super) fn raw_head(h: &Harness) -> Option<Option<Vec<u8>>> {
     if !Ledger::exists(&h.ledger()) {
         return None;
     }
@@ -195,7 +196,7 @@ fn damage(h: &Harness, seq: u64) {
         .unwrap();
 }
 
-fn setup(kind: &str) -> Harness {
+pub(super) fn setup(kind: &str) -> Harness {
     match kind {
         "none" => Harness::new(),
         "empty" => {
@@ -244,7 +245,7 @@ fn setup(kind: &str) -> Harness {
 }
 
 /// The verb of an argument list: the first word after the global options.
-fn verb_of(args: &[String]) -> String {
+pub(super) fn verb_of(args: &[String]) -> String {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {

@@ -114,6 +114,84 @@ fn a_device_or_a_fifo_is_refused_at_once_as_every_input_file() {
 }
 
 #[test]
+fn check_binary_and_check_config_refuse_a_fifo_or_a_device_at_once() {
+    // Issue 29 item 12, found by the bad-input run: `check binary --path`
+    // (GATE-4) hashed a FIFO or /dev/zero forever, `check config --config`
+    // (GATE-7) waited on a FIFO and read /dev/zero into memory until the
+    // kernel killed it. Both read only a regular file within their bound.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let fifo = h.path("pipe");
+    mkfifo(&fifo);
+    let fifo = fifo.display().to_string();
+    // The FIFO first: without the bound a test run never reaches the
+    // device's unbounded read.
+    for (input, kind) in [
+        (fifo.as_str(), "a FIFO"),
+        ("/dev/zero", "a character device"),
+    ] {
+        for args in [
+            vec!["check", "binary", "--path", input],
+            vec!["check", "config", "--config", input],
+        ] {
+            let r = run_within(&h, &args, 10);
+            assert_eq!(r.code, 2, "GATE-4, GATE-7: {args:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(input) && r.stderr.contains(kind),
+                "{args:?} names the file and what it is: {}",
+                r.stderr
+            );
+        }
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
+fn an_error_naming_a_path_with_escape_codes_shows_them_inert() {
+    // rule BIND-10, found by the bad-input run: an error message quoting a
+    // path (a missing file, a key, a manifest) wrote its escape codes and
+    // carriage returns to the terminal raw.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let dir = h.path("").display().to_string();
+    let dir = dir.trim_end_matches('/');
+    for (args, shown) in [
+        (
+            vec![
+                "ingest".to_string(),
+                "usage".into(),
+                "r1".into(),
+                format!("{dir}/\u{1b}[2J.jsonl"),
+            ],
+            "\\u{001b}[2J.jsonl",
+        ),
+        (
+            vec![
+                "checkpoint".to_string(),
+                "sign".into(),
+                "--key".into(),
+                format!("{dir}/k\r.key"),
+            ],
+            "k\\r.key",
+        ),
+    ] {
+        let r = h.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains('\u{1b}') && !r.stderr.contains('\r'),
+            "BIND-10: no escape code or carriage return reaches the terminal raw: {:?}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(shown),
+            "BIND-10: the path is shown escaped: {:?}",
+            r.stderr
+        );
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
 fn a_text_input_is_read_up_to_its_bound_and_refused_past_it() {
     // Issue 29 item 12: TEXT_INPUT_FILE_BYTES_MAX at the bound and one past.
     let max = benchledger::limits::TEXT_INPUT_FILE_BYTES_MAX;

@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 
 #[path = "argv_fuzz.rs"]
 mod argv_fuzz;
+#[path = "bad_input_run.rs"]
+mod bad_input_run;
 #[path = "bad_inputs.rs"]
 mod bad_inputs;
 #[path = "chaos.rs"]

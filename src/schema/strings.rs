@@ -184,7 +184,7 @@ impl ser::SerializeMap for &mut Visitor<'_> {
 /// rendered document: a control character (C0, DEL, C1: carriage return,
 /// escape sequences, backspace), a bidirectional override, embedding,
 /// isolate or mark, or an invisible joiner, separator or byte order mark.
-fn is_display_control(c: char) -> bool {
+pub fn is_display_control(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
