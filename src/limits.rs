@@ -113,3 +113,12 @@ pub const SCANNED_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// `APPEND_BATCH_RECORDS_MAX`-sized chunks of lines of at most
 /// `EXPORT_LINE_BYTES_MAX`, bounded as a whole.
 pub const IMPORT_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024 * 1024;
+/// Longest refusal reason an `evidence_refused.v1` keeps (BIND-12), in
+/// bytes; a longer one is cut at a character boundary and marked.
+pub const EVIDENCE_REFUSAL_REASON_BYTES_MAX: usize = 2048;
+/// Largest ledger directory a read verb copies when it cannot open the
+/// ledger in place (a read-only mount; `log::read_copy`), in bytes.
+pub const READ_COPY_BYTES_MAX: u64 = 64 * 1024 * 1024 * 1024;
+/// Deepest directory level a read copy walks below the ledger directory
+/// (`sled/blobs/` is level 2).
+pub const READ_COPY_DEPTH_MAX: usize = 4;

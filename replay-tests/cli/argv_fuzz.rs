@@ -79,6 +79,15 @@ fn verbs_of(cmd: &clap::Command, path: &[String], out: &mut Vec<Verb>) {
     });
 }
 
+/// Every leaf verb of the CLI's clap tree, as its words joined by spaces
+/// (`checkpoint sign`, `verify`): what a table of verbs in a test must
+/// cover, so a verb added without an entry fails that test.
+pub(super) fn leaf_verbs() -> Vec<String> {
+    let mut verbs = Vec::new();
+    verbs_of(&benchledger::cli::Cli::command(), &[], &mut verbs);
+    verbs.into_iter().map(|v| v.path.join(" ")).collect()
+}
+
 /// splitmix64: a small seeded generator, enough to pick from lists.
 struct Rng(u64);
 

@@ -114,6 +114,84 @@ fn a_device_or_a_fifo_is_refused_at_once_as_every_input_file() {
 }
 
 #[test]
+fn check_binary_and_check_config_refuse_a_fifo_or_a_device_at_once() {
+    // Issue 29 item 12, found by the bad-input run: `check binary --path`
+    // (GATE-4) hashed a FIFO or /dev/zero forever, `check config --config`
+    // (GATE-7) waited on a FIFO and read /dev/zero into memory until the
+    // kernel killed it. Both read only a regular file within their bound.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let fifo = h.path("pipe");
+    mkfifo(&fifo);
+    let fifo = fifo.display().to_string();
+    // The FIFO first: without the bound a test run never reaches the
+    // device's unbounded read.
+    for (input, kind) in [
+        (fifo.as_str(), "a FIFO"),
+        ("/dev/zero", "a character device"),
+    ] {
+        for args in [
+            vec!["check", "binary", "--path", input],
+            vec!["check", "config", "--config", input],
+        ] {
+            let r = run_within(&h, &args, 10);
+            assert_eq!(r.code, 2, "GATE-4, GATE-7: {args:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(input) && r.stderr.contains(kind),
+                "{args:?} names the file and what it is: {}",
+                r.stderr
+            );
+        }
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
+fn an_error_naming_a_path_with_escape_codes_shows_them_inert() {
+    // rule BIND-10, found by the bad-input run: an error message quoting a
+    // path (a missing file, a key, a manifest) wrote its escape codes and
+    // carriage returns to the terminal raw.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let dir = h.path("").display().to_string();
+    let dir = dir.trim_end_matches('/');
+    for (args, shown) in [
+        (
+            vec![
+                "ingest".to_string(),
+                "usage".into(),
+                "r1".into(),
+                format!("{dir}/\u{1b}[2J.jsonl"),
+            ],
+            "\\u{001b}[2J.jsonl",
+        ),
+        (
+            vec![
+                "checkpoint".to_string(),
+                "sign".into(),
+                "--key".into(),
+                format!("{dir}/k\r.key"),
+            ],
+            "k\\r.key",
+        ),
+    ] {
+        let r = h.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains('\u{1b}') && !r.stderr.contains('\r'),
+            "BIND-10: no escape code or carriage return reaches the terminal raw: {:?}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(shown),
+            "BIND-10: the path is shown escaped: {:?}",
+            r.stderr
+        );
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
 fn a_text_input_is_read_up_to_its_bound_and_refused_past_it() {
     // Issue 29 item 12: TEXT_INPUT_FILE_BYTES_MAX at the bound and one past.
     let max = benchledger::limits::TEXT_INPUT_FILE_BYTES_MAX;
@@ -322,7 +400,7 @@ fn wait_for(mut child: std::process::Child) -> Run {
     child.wait_with_output().unwrap().into()
 }
 
-fn an_export(records: usize) -> String {
+pub(super) fn an_export(records: usize) -> String {
     let h = Harness::new();
     h.init();
     for i in 1..records {
@@ -946,5 +1024,175 @@ fn messages_name_values_as_the_ledger_writes_them_never_rust_types() {
         r.stderr.contains("signed off as operator") && !r.stderr.contains("Operator"),
         "FREEZE-7: the role as the ledger names it: {}",
         r.stderr
+    );
+}
+
+/// A Harbor jobs directory `name` holding one job with trial directory
+/// `trial_name`, whose result.json is the pass fixture naming that trial
+/// of task `task_name`.
+fn one_trial_tree(h: &Harness, name: &str, trial_name: &str, task_name: &str) -> String {
+    let pass = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+    ))
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&pass).unwrap();
+    v["trial_name"] = serde_json::json!(trial_name);
+    v["task_name"] = serde_json::json!(task_name);
+    let trial = h.path(name).join("job").join(trial_name);
+    std::fs::create_dir_all(&trial).unwrap();
+    std::fs::write(
+        trial.join("result.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
+    h.path(name).display().to_string()
+}
+
+#[test]
+fn a_refused_evidence_file_is_kept_with_its_rule_and_shown() {
+    // rule BIND-12 (issue 29 item 5): each kind of evidence a rule refuses
+    // is kept as one record (path, size, BLAKE3, rule, reason; nothing of
+    // its content), the verb still exits 3, the same offer again is kept
+    // once, `verify` passes, and gate, replay and the report name it.
+    use super::reliability::{fixture, row_with, KINDS};
+    let h = super::cases::ready_harness(1);
+    h.ok(&["case", "start", "canary-1", "hello-world/c1"]);
+    let secret = format!("{}{}", "sk-ant-api03-", "Z".repeat(40) + "7q");
+    for kind in KINDS {
+        let path = h.path(&format!("refused-{kind}.jsonl"));
+        let text = row_with(kind, &secret) + &fixture(kind);
+        std::fs::write(&path, &text).unwrap();
+        let p = path.to_str().unwrap();
+        let kept = h.refused_kept(&["ingest", kind, "canary-1", p], "FREEZE-2", "FREEZE-2");
+        assert_eq!(
+            (
+                kept["role"].as_str(),
+                kept["path"].as_str(),
+                kept["bytes"].as_u64(),
+                kept["blake3"].as_str(),
+            ),
+            (
+                Some(format!("bitrouter_{kind}").as_str()),
+                Some(p),
+                Some(text.len() as u64),
+                Some(benchledger::evidence::blake3_hex(text.as_bytes()).as_str()),
+            ),
+            "BIND-12: {kind}: path, size and BLAKE3 of the bytes read"
+        );
+        assert!(
+            !kept.to_string().contains(&secret),
+            "BIND-12: {kind}: nothing of its content"
+        );
+        // The same bytes under the same path, refused the same way: kept
+        // once (the record's idempotency key), still exit 3.
+        let before = h.head_bytes();
+        let again = h.run(&["ingest", kind, "canary-1", p]);
+        assert_eq!(again.code, 3, "BIND-12: {}", again.stderr);
+        assert!(
+            again.stderr.contains("already kept at seq"),
+            "BIND-12: {}",
+            again.stderr
+        );
+        assert_eq!(
+            h.head_bytes(),
+            before,
+            "BIND-12: the same offer is kept once"
+        );
+    }
+    // A trial result naming another task than its directory (CASE-8),
+    // offered for the started case: kept, the case named with it.
+    let other = one_trial_tree(&h, "jobs-other", "hello-world__canary-1-c1", "fix-git");
+    let kept = h.refused_kept(
+        &["ingest", "harbor", "canary-1", &other],
+        "CASE-8",
+        "CASE-8",
+    );
+    assert_eq!(
+        (kept["role"].as_str(), kept["case"]["trial"].as_str()),
+        (Some("harbor_trial_result"), Some("c1")),
+        "BIND-12: a trial's result is kept for its case"
+    );
+    assert!(
+        !kept["reason"].as_str().unwrap().contains("fix-git"),
+        "BIND-12: the reason names no value of the file: {kept}"
+    );
+    // A result for an identity never started (GATE-6).
+    let foreign = one_trial_tree(
+        &h,
+        "jobs-foreign",
+        "hello-world__canary-1-c3",
+        "hello-world",
+    );
+    h.refused_kept(
+        &["ingest", "harbor", "canary-1", &foreign],
+        "GATE-6",
+        "GATE-6",
+    );
+    // Shown: the case is not silently `started`, every refused file is
+    // listed, and the file refused for a credential shape fails the
+    // secrets row (BIND-8).
+    let gate = h.run(&["gate", "canary-1"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    let replay = h.ok(&["replay"]).stdout;
+    let report = h.ok(&["report"]).stdout;
+    for (verb, out) in [("gate", &gate.stdout), ("replay", &replay)] {
+        assert!(
+            out.contains("hello-world/c1 (its result was refused: ")
+                && out.contains("jobs-other/job/hello-world__canary-1-c1/result.json"),
+            "BIND-12: {verb} names the case with its refused result: {out}"
+        );
+        assert_eq!(
+            out.matches("refused evidence file ").count(),
+            KINDS.len() + 2,
+            "BIND-12: {verb} lists every refused file: {out}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.contains("secrets") && l.contains("FAILS") && l.contains("BIND-12")),
+            "BIND-12, BIND-8: {verb}: a file refused for a credential fails the secrets row: {out}"
+        );
+    }
+    assert!(
+        report.contains("Evidence files refused by a rule")
+            && report.contains("refused-usage.jsonl (bitrouter_usage")
+            && report.contains("CASE-8")
+            && report.contains("GATE-6"),
+        "BIND-12: the report lists the refused files: {report}"
+    );
+    assert!(!report.contains(&secret) && !replay.contains(&secret));
+    assert_eq!(h.ok(&["verify", "--json"]).json()["ok"], true, "BIND-12");
+}
+
+#[test]
+fn messages_read_as_english_and_name_values_as_the_ledger_writes_them() {
+    // Issue 29 item 17 (the rest): never "a empty directory", never a Rust
+    // variant name such as `DaemonHealth`.
+    let h = super::cases::ready_harness(1);
+    let empty = h.path("empty-jobs");
+    std::fs::create_dir_all(&empty).unwrap();
+    let r = h.run(&["ingest", "harbor", "canary-1", empty.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("is an empty directory holding no trial result"),
+        "BIND-9: {}",
+        r.stderr
+    );
+    let r = h.run(&[
+        "check",
+        "daemon-health",
+        "--group",
+        "canary-1",
+        "--probe",
+        "--url",
+        "http://127.0.0.1:9/health",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("daemon_health probe of http://127.0.0.1:9/health does not hold"),
+        "RUN-6: {}",
+        r.stdout
     );
 }

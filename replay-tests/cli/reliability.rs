@@ -18,9 +18,9 @@ const FIX: &str = concat!(
     "/replay-tests/fixtures/bitrouter"
 );
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
-const KINDS: [&str; 5] = ["traces", "decisions", "usage", "receipts", "outcomes"];
+pub(super) const KINDS: [&str; 5] = ["traces", "decisions", "usage", "receipts", "outcomes"];
 
-fn fixture(kind: &str) -> String {
+pub(super) fn fixture(kind: &str) -> String {
     std::fs::read_to_string(format!("{FIX}/{kind}.jsonl")).unwrap()
 }
 
@@ -794,7 +794,7 @@ fn toml_string(s: &str) -> String {
 
 /// The fixture's first row of `kind` with `text` in a field the payload
 /// copies.
-fn row_with(kind: &str, text: &str) -> String {
+pub(super) fn row_with(kind: &str, text: &str) -> String {
     let first = fixture(kind).lines().next().unwrap().to_string();
     let mut v: Value = serde_json::from_str(&first).unwrap();
     let m = v.as_object_mut().unwrap();
@@ -920,7 +920,28 @@ fn every_credential_shape_is_refused_on_every_append_path_unechoed() {
         assert_refused_by_guard(&r, s, "ingest harbor");
         *tried.entry("harbor").or_default() += 1;
     }
-    assert_eq!(h.head_bytes(), before, "a refused secret moved the head");
+    // The only records the refusals appended: each refused evidence file,
+    // kept without its content (BIND-12); notes and sign-offs append nothing.
+    let before_seq = serde_json::from_str::<Value>(&before).unwrap()["head_seq"]
+        .as_u64()
+        .unwrap();
+    let kept: Vec<Value> = h
+        .ok(&["log", "--from", &(before_seq + 1).to_string()])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        kept.len(),
+        corpus.len() * (KINDS.len() + 1),
+        "BIND-12: one record per refused evidence file, nothing else"
+    );
+    for r in &kept {
+        assert!(
+            r["kind"] == "evidence_refused.v1" && r["payload"]["rule"] == "FREEZE-2",
+            "BIND-12: a refused secret appends only the record of its file: {r}"
+        );
+    }
     assert_eq!(
         fresh.head_bytes(),
         fresh_before,

@@ -10,12 +10,11 @@ use serde_json::json;
 use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::ExitClass;
-use crate::log::ledger::Ledger;
 use crate::method::audit::audit;
 
 /// `audit`: exit 0 when every sealed verdict re-derives exactly, 1 otherwise.
 pub fn run_audit(cli: &Cli, as_json: bool, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let report = ledger.verify()?;
     if !report.ok() {
         let d = report

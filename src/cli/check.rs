@@ -220,7 +220,11 @@ fn print_observation(
             |seq| format!("recorded at seq {seq}"),
         );
         let what = if seq.is_some() { "check" } else { "probe" };
-        outln!("{:?} {what} of {} {word}; {how}", obs.check, obs.target)?;
+        outln!(
+            "{} {what} of {} {word}; {how}",
+            obs.check.as_str(),
+            obs.target
+        )?;
         for (k, v) in &obs.details {
             outln!("  {k:<18} {v}")?;
         }
@@ -284,8 +288,9 @@ fn observe_sentinel(
     let m = &l.frozen.manifest.public;
     let route = m.route(tier).ok_or_else(|| {
         Error::input(format!(
-            "lineage {:?} has no {tier:?} route",
-            l.frozen.lineage
+            "lineage {:?} has no {} route",
+            l.frozen.lineage,
+            tier.as_str()
         ))
     })?;
     if let Some(g) = group {

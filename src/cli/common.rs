@@ -240,34 +240,33 @@ pub(crate) fn exit(status: Status) -> ExitCode {
     }
 }
 
+/// Opens the ledger in `dir` for a verb that only reads it: in place under
+/// the writer lock where this process may write the directory, else a
+/// private copy in the temporary directory (`$TMPDIR`), removed on return
+/// and on Ctrl-C (`log::read_copy`). Nothing is appended through it.
+pub(crate) fn open_reading(dir: &Path, wait: Duration) -> anyhow::Result<Ledger> {
+    let ledger = Ledger::open_read(dir, wait, &std::env::temp_dir())?;
+    if let Some(copy) = ledger.read_copy() {
+        crate::cli::interrupt::remove_on_interrupt(copy.to_path_buf());
+    }
+    Ok(ledger)
+}
+
 /// The lineage's state, read under the lock; the lock is released on return.
 pub(crate) fn lineage_state(
     cli: &Cli,
     wait: Duration,
     lineage: Option<&str>,
 ) -> anyhow::Result<LineageState> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = open_reading(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
     Ok(state.lineage(lineage)?.clone())
 }
 
+/// LINEAGE-1: the same refusal of an unknown group as every verb's (exit
+/// 3).
 pub(crate) fn require_group(l: &LineageState, group: &str) -> anyhow::Result<()> {
-    if l.frozen
-        .manifest
-        .public
-        .groups
-        .iter()
-        .any(|g| g.name == group)
-    {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "group {group:?} is not in lineage {:?} (groups: {:?})",
-            l.frozen.lineage,
-            l.frozen.manifest.public.group_names()
-        ))
-        .into())
-    }
+    Ok(crate::method::decide::target_group(l, group)?)
 }
 
 /// Appends events in one atomic batch under the writer lock.

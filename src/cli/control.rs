@@ -39,9 +39,9 @@ pub struct ControlReuseArgs {
 
 /// `control reuse | list`.
 pub fn run_control(cli: &Cli, cmd: &ControlCommand, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
     match cmd {
         ControlCommand::Reuse(a) => {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
             let (Some(cl), cg) = parse_group(&a.control) else {
                 return Err(
                     BadUsage(format!("--control {:?} is not LINEAGE/control", a.control)).into(),
@@ -58,6 +58,7 @@ pub fn run_control(cli: &Cli, cmd: &ControlCommand, wait: Duration) -> anyhow::R
             report_appended(&done, a.json, "control reuse recorded")?;
         }
         ControlCommand::List(a) => {
+            let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
             let state = crate::cli::common::decide_state(&ledger)?;
             let cat = verdict::control_catalog(&state);
             if a.json {

@@ -405,7 +405,7 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
     if let Some(d) = &a.parquet {
         return run_export_parquet(cli, d, a.append, wait);
     }
-    let ledger = Ledger::open(dir, wait)?;
+    let ledger = crate::cli::common::open_reading(dir, wait)?;
     // the records and the trailer
     let progress = Progress::records("export", ledger.head()?.seq + 2);
     let head = match &a.out {

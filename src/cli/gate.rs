@@ -9,8 +9,7 @@ use serde_json::json;
 
 use crate::cli::common::*;
 use crate::cli::Cli;
-use crate::error::{Error, ExitClass};
-use crate::log::ledger::Ledger;
+use crate::error::ExitClass;
 use crate::method::projections::{replay_scanning, LineageState};
 use crate::method::verdict::{self, Verdict};
 
@@ -98,34 +97,22 @@ pub(crate) fn print_verdict(v: &Verdict, standing: Standing) -> std::io::Result<
             s.evidence_blake3[1]
         )?;
     }
+    // What was offered and refused by a rule, never its content (BIND-12).
+    for f in &v.refused_files {
+        outln!("  refused evidence file {}", inert(&f.line()))?;
+    }
     Ok(())
 }
 
 /// `gate GROUP`: the verdict table as the log gives it now. Exit 0 when the
 /// verdict is `accepted`, 1 otherwise.
 pub fn run_gate(cli: &Cli, a: &GateArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let state = replay_scanning(&ledger)?;
     let (lineage, group) = parse_group(&a.group);
     let l = state.lineage(lineage.as_deref())?;
-    if !l
-        .frozen
-        .manifest
-        .public
-        .group_names()
-        .contains(&group.as_str())
-    {
-        // The same refusal as every verb that names a group (LINEAGE-1).
-        return Err(Error::Refused {
-            rule: crate::schema::rule::Rule::Lineage1,
-            message: format!(
-                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
-                l.frozen.manifest.public.group_names(),
-                l.frozen.lineage
-            ),
-        }
-        .into());
-    }
+    // The same refusal as every verb that names a group (LINEAGE-1).
+    crate::method::decide::target_group(l, &group)?;
     let v = verdict::group_verdict(&state, l, &group);
     let sealed = l
         .groups

@@ -13,7 +13,6 @@
 //! (LEDGER-2, exit 3).
 
 use crate::cli::out::outln;
-use crate::evidence::harbor::TrialDir;
 use std::collections::BTreeSet;
 use std::io::{BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -29,6 +28,7 @@ use serde_json::json;
 use crate::error::Error;
 use crate::evidence::{bitrouter, harbor, Progress};
 use crate::log::ledger::{Appended, Batch, Draft, Ledger};
+use crate::method::decide::OfferedFile;
 use crate::schema::events::{ArtifactRecorded, CredentialFound, Event, GroupRef};
 use crate::schema::time::now_utc_ns;
 
@@ -273,10 +273,115 @@ pub(crate) fn ingest_file(
     let state = decide_state(&ledger)?;
     let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
     drop(state);
+    let offered = OfferedFile {
+        role: format!("bitrouter_{kind}"),
+        path: source.clone(),
+        case: None,
+        bytes,
+        blake3: file_blake3.clone(),
+    };
+    let rows = RowFile {
+        path: file,
+        source: &source,
+        blake3: &file_blake3,
+        bytes,
+        kind,
+        actor: &cli.actor,
+    };
+    let summary = append_row_file(&ledger, &g, &rows, parse, tty)
+        .map_err(|e| keep_refused(cli, &ledger, None, &g, Some(&offered), e))?;
+    Ok(Ingested {
+        source,
+        blake3: file_blake3,
+        summary,
+    })
+}
+
+/// BIND-12: when `e` is a rule's refusal of the evidence file `offered`,
+/// appends the one record of it the method asks for (never its content)
+/// and says so; returns `e` either way, so the verb still exits 3. `state`
+/// is the state the refusal was decided on, folded again when not given.
+fn keep_refused(
+    cli: &Cli,
+    ledger: &Ledger,
+    state: Option<&crate::method::projections::State>,
+    g: &GroupRef,
+    offered: Option<&OfferedFile>,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    let (Some(offered), Some(refusal)) =
+        (offered, e.chain().find_map(|c| c.downcast_ref::<Error>()))
+    else {
+        return e;
+    };
+    if !matches!(refusal, Error::Refused { .. }) {
+        return e;
+    }
+    let folded;
+    let state = match state {
+        Some(s) => s,
+        None => match decide_state(ledger) {
+            Ok(s) => {
+                folded = s;
+                &folded
+            }
+            Err(fold) => {
+                eprintln!(
+                    "benchledger: the refusal of {} could not be recorded: {fold:#}",
+                    offered.path
+                );
+                return e;
+            }
+        },
+    };
+    let Some((event, key)) = crate::method::decide::evidence_refused(state, g, offered, refusal)
+    else {
+        return e;
+    };
+    let draft = Draft {
+        actor: cli.actor.clone(),
+        event,
+        idempotency_key: Some(key),
+    };
+    match ledger.append(&[draft], now_utc_ns()) {
+        Ok(done) => {
+            announce(&done);
+            let how = if done[0].appended {
+                "kept"
+            } else {
+                "already kept"
+            };
+            eprintln!(
+                "benchledger: the refused file {} is {how} at seq {} (its path, size, BLAKE3 and the refusal; nothing of its content) ({})",
+                offered.path,
+                done[0].seq,
+                Rule::Bind12
+            );
+        }
+        Err(not) => eprintln!(
+            "benchledger: the refusal of {} could not be recorded ({}): {not}",
+            offered.path,
+            Rule::Bind12
+        ),
+    }
+    e
+}
+
+/// The rows of one evidence file, their credential findings (BIND-8) and
+/// the file's artifact, appended in one batch.
+fn append_row_file(
+    ledger: &Ledger,
+    g: &GroupRef,
+    rows: &RowFile<'_>,
+    parse: RowParser,
+    tty: bool,
+) -> anyhow::Result<Summary> {
+    let (file, source, file_blake3, kind, bytes) =
+        (rows.path, rows.source, rows.blake3, rows.kind, rows.bytes);
     let now = now_utc_ns();
     let mut batch = ledger.batch(now)?;
     let draft = |event: Event, key: String| Draft {
-        actor: cli.actor.clone(),
+        actor: rows.actor.to_string(),
         event,
         idempotency_key: Some(key),
     };
@@ -286,32 +391,24 @@ pub(crate) fn ingest_file(
         && bitrouter::ReceiptFileForm::of_path(file) == bitrouter::ReceiptFileForm::Document;
     if single_document {
         let file = open_evidence(file)?;
-        let r = bitrouter::read_receipt_document(&mut BufReader::new(file), &source, &g)?;
+        let r = bitrouter::read_receipt_document(&mut BufReader::new(file), source, g)?;
         batch.push(draft(Event::ReceiptRecorded(r), format!("{key_prefix}:1")))?;
     } else {
-        let rows = RowFile {
-            path: file,
-            source: &source,
-            blake3: &file_blake3,
-            bytes,
-            kind,
-            actor: &cli.actor,
-        };
-        leaks = push_rows(&mut batch, &rows, &g, parse, tty)?;
+        leaks = push_rows(&mut batch, rows, g, parse, tty)?;
     }
     let artifact = Event::ArtifactRecorded(ArtifactRecorded {
         group: Some(g.clone()),
         role: format!("bitrouter_{kind}"),
-        path: source.clone(),
+        path: source.to_string(),
         bytes,
-        blake3: file_blake3.clone(),
+        blake3: file_blake3.to_string(),
     });
     batch
         .push(draft(
             artifact,
             format!("artifact:{kind}:{}:{}", g.group, &file_blake3[..32]),
         ))
-        .map_err(|e| same_content_elsewhere(e, &source, &file_blake3, &g.group))?;
+        .map_err(|e| same_content_elsewhere(e, source, file_blake3, &g.group))?;
     let mut done = batch.commit()?;
     announce(&done);
     done.pop(); // the artifact
@@ -322,11 +419,7 @@ pub(crate) fn ingest_file(
             Rule::Bind8
         );
     }
-    Ok(Ingested {
-        source,
-        blake3: file_blake3,
-        summary: summarize(&done),
-    })
+    Ok(summarize(&done))
 }
 
 /// A JSON Lines evidence file being ingested.
@@ -460,8 +553,8 @@ fn harbor_tree(dir: &Path) -> anyhow::Result<harbor::HarborTree> {
         return Err(Error::Refused {
             rule: Rule::Bind9,
             message: format!(
-                "{shown} is a {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
-                tree.level
+                "{shown} is {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
+                crate::schema::strings::with_article(tree.level.as_str())
             ),
         }
         .into());
@@ -521,6 +614,7 @@ fn push_job(
     g: &GroupRef,
     job: &harbor::HarborJob,
     out: &mut HarborPushed,
+    offered: &mut Option<OfferedFile>,
 ) -> anyhow::Result<()> {
     let draft = |event: Event, key: String| Draft {
         actor: actor.to_string(),
@@ -528,6 +622,7 @@ fn push_job(
         idempotency_key: Some(key),
     };
     for art in &job.artifacts {
+        *offered = Some(offer(art, None));
         let key = format!("artifact:{}:{}:{}", art.role, g.group, &art.blake3[..32]);
         batch.push(draft(
             Event::ArtifactRecorded(art.to_event(Some(g.clone()))),
@@ -704,11 +799,19 @@ fn push_trial(
     // (CASE-8): never evidence of another identity.
     let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
     if parsed.trial_name != t.name || task_tail != case.task {
+        // What the file says goes to the operator only: the refusal, which
+        // BIND-12 records, names no value of the file.
+        eprintln!(
+            "benchledger: {}: result.json names trial {:?} of task {:?}",
+            t.path,
+            crate::schema::strings::inert(&parsed.trial_name),
+            crate::schema::strings::inert(&parsed.task_name)
+        );
         return Err(Error::Refused {
             rule: Rule::Case8,
             message: format!(
-                "{}: result.json names trial {:?} of task {:?}, not trial {:?} of task {:?}; a result binds only to its own case",
-                t.path, parsed.trial_name, parsed.task_name, t.name, case.task
+                "{}: result.json names another trial or task than its directory, trial {:?} of task {:?}; a result binds only to its own case",
+                t.path, t.name, case.task
             ),
         }
         .into());
@@ -760,6 +863,47 @@ fn push_trial(
     Ok(())
 }
 
+/// A Harbor file as offered for a case (or the job): what the record of
+/// its refusal keeps (BIND-12).
+fn offer(
+    file: &harbor::FileArtifact,
+    case: Option<&crate::schema::events::CaseRef>,
+) -> OfferedFile {
+    OfferedFile {
+        role: file.role.to_string(),
+        path: file.path.clone(),
+        case: case.cloned(),
+        bytes: file.bytes,
+        blake3: file.blake3.clone(),
+    }
+}
+
+/// Every job's files and every complete trial of `tree` into `batch`;
+/// `offered` names the file being read when a refusal comes.
+fn push_tree(
+    batch: &mut Batch<'_>,
+    cli: &Cli,
+    state: &crate::method::projections::State,
+    g: &GroupRef,
+    tree: &harbor::HarborTree,
+    pushed: &mut HarborPushed,
+    offered: &mut Option<OfferedFile>,
+) -> anyhow::Result<()> {
+    for job in &tree.jobs {
+        push_job(batch, &cli.actor, g, job, pushed, offered)?;
+        let attempts = JobAttempts::of(job)?;
+        for t in job.trials.iter().filter(|t| !t.is_incomplete()) {
+            *offered = t
+                .result
+                .as_ref()
+                .map(|r| offer(r, t.case.as_ref().map(|(_, _, case)| case)));
+            push_trial(batch, &cli.actor, state, g, t, pushed)?;
+            push_trial_facts(batch, &cli.actor, g, t, &attempts)?;
+        }
+    }
+    Ok(())
+}
+
 fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let h = ingest_harbor_dir(cli, wait, &a.group, &a.dir)?;
     if a.json {
@@ -768,7 +912,11 @@ fn ingest_harbor(cli: &Cli, a: &HarborArgs, wait: Duration) -> anyhow::Result<Ex
             "trials": h.trials, "incomplete": h.incomplete, "credential_findings": h.leaks,
         }))?;
     } else {
-        outln!("given a {}: {}", h.level, a.dir.display())?;
+        outln!(
+            "given {}: {}",
+            crate::schema::strings::with_article(h.level.as_str()),
+            a.dir.display()
+        )?;
         outln!(
             "ingested {} trial results from {}: {} records appended",
             h.results,
@@ -828,28 +976,37 @@ pub(crate) fn ingest_harbor_trials(
     only: Option<&BTreeSet<String>>,
 ) -> anyhow::Result<HarborIngested> {
     let (lineage, group) = parse_group(group_spec);
-    let tree = harbor_tree(dir)?;
+    let mut tree = harbor_tree(dir)?;
+    if let Some(names) = only {
+        for job in &mut tree.jobs {
+            job.trials.retain(|t| names.contains(&t.name));
+        }
+    }
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
     let g = crate::method::decide::evidence_group(&state, lineage.as_deref(), &group)?;
     let mut batch = ledger.batch(now_utc_ns())?;
     let mut pushed = HarborPushed::default();
-    for job in &tree.jobs {
-        push_job(&mut batch, &cli.actor, &g, job, &mut pushed)?;
-        let attempts = JobAttempts::of(job)?;
-        let wanted = |t: &&TrialDir| only.is_none_or(|names| names.contains(&t.name));
-        for t in job
-            .trials
-            .iter()
-            .filter(|t| !t.is_incomplete())
-            .filter(wanted)
-        {
-            push_trial(&mut batch, &cli.actor, &state, &g, t, &mut pushed)?;
-            push_trial_facts(&mut batch, &cli.actor, &g, t, &attempts)?;
+    // The file being read, for the record of its refusal (BIND-12).
+    let mut offered = None;
+    let committed = match push_tree(
+        &mut batch,
+        cli,
+        &state,
+        &g,
+        &tree,
+        &mut pushed,
+        &mut offered,
+    ) {
+        Ok(()) => batch.commit().map_err(anyhow::Error::from),
+        Err(e) => {
+            drop(batch);
+            Err(e)
         }
-    }
+    };
+    let done =
+        committed.map_err(|e| keep_refused(cli, &ledger, Some(&state), &g, offered.as_ref(), e))?;
     let incomplete: Vec<String> = tree.incomplete().iter().map(|t| t.name.clone()).collect();
-    let done = batch.commit()?;
     announce(&done);
     if !pushed.leaks.is_empty() {
         eprintln!(

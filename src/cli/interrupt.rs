@@ -2,7 +2,10 @@
 //! (`import`, `export -o`): the first signal sets a flag that the verb's
 //! reader or writer turns into an error, so the verb removes its temporary
 //! files on the way out (exit 4); a second ends the process at once (exit
-//! 130), and the next run removes what it left (`log::staging`).
+//! 130), and the next run removes what it left (`log::staging`). A read
+//! verb reading a private copy of a ledger it cannot write
+//! (`log::read_copy`) removes the copy on the first signal and ends (exit
+//! 130): it has nothing else to undo.
 
 use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,5 +86,30 @@ impl<T: Write> Write for Interruptible<'_, T> {
     fn flush(&mut self) -> io::Result<()> {
         self.interrupt.check()?;
         self.inner.flush()
+    }
+}
+
+/// How often the watcher of a read copy looks at its flag, in ms.
+const READ_COPY_WATCH_MS: u64 = 50;
+
+/// Removes the read copy `dir` and ends the process (exit 130) on the
+/// first SIGINT or SIGTERM; a second ends it at once (the next read copy
+/// then removes what is left).
+pub(crate) fn remove_on_interrupt(dir: std::path::PathBuf) {
+    let Interrupt(flag) = Interrupt::install();
+    let watch = std::thread::Builder::new()
+        .name("read-copy-interrupt".into())
+        .spawn(move || loop {
+            if flag.load(Ordering::SeqCst) {
+                let _ = std::fs::remove_dir_all(&dir);
+                eprintln!("benchledger: interrupted; the private read copy was removed");
+                std::process::exit(130);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(READ_COPY_WATCH_MS));
+        });
+    if let Err(e) = watch {
+        tracing::warn!(
+            "cannot watch for Ctrl-C ({e}); an interrupted read leaves its copy to the next run"
+        );
     }
 }

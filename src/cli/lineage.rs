@@ -101,9 +101,9 @@ pub(crate) fn print_lineage_tail(v: &verdict::LineageView) -> std::io::Result<()
 
 /// `lineage stop | show`.
 pub fn run_lineage(cli: &Cli, cmd: &LineageCommand, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
     match cmd {
         LineageCommand::Stop(a) => {
+            let ledger = Ledger::open(&cli.ledger, wait)?;
             let done =
                 crate::cli::common::decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
                     crate::method::decide::lineage_stop(s, a.lineage.as_deref(), &a.reason)
@@ -111,6 +111,7 @@ pub fn run_lineage(cli: &Cli, cmd: &LineageCommand, wait: Duration) -> anyhow::R
             report_appended(&done, a.json, "lineage stopped")?;
         }
         LineageCommand::Show(a) => {
+            let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
             let state = replay_scanning(&ledger)?;
             let l = state.lineage(a.lineage.as_deref())?;
             let v = verdict::lineage_view(&state, l);

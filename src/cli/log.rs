@@ -237,7 +237,7 @@ fn is_damage(e: &anyhow::Error) -> bool {
 
 fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(dir, wait)?;
+    let ledger = crate::cli::common::open_reading(dir, wait)?;
     let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let report = ledger.verify()?;
     verifying.finish();
@@ -271,7 +271,7 @@ fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<Ex
 /// `head`.
 pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    let ledger = Ledger::open(dir, wait)?;
+    let ledger = crate::cli::common::open_reading(dir, wait)?;
     let head = ledger.head()?;
     if a.json {
         print_json(&head_json(&head))?;
@@ -292,7 +292,7 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         ))
         .into());
     }
-    let ledger = Ledger::open(dir, wait)?;
+    let ledger = crate::cli::common::open_reading(dir, wait)?;
     let head = ledger.head()?;
     if a.from > head.seq {
         return Err(BadUsage(format!("--from {} is past the head {}", a.from, head.seq)).into());

@@ -158,7 +158,7 @@ pub(crate) fn run_manifest(
         }
         ManifestCommand::SignOff(a) => run_sign_off(cli, a, wait),
         ManifestCommand::Show(a) => {
-            let ledger = Ledger::open(dir, wait)?;
+            let ledger = crate::cli::common::open_reading(dir, wait)?;
             let state = decide_state(&ledger)?;
             let l = state.lineage(a.lineage.as_deref())?;
             if let Some(p) = &a.private {

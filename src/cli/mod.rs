@@ -51,7 +51,9 @@ Exit codes:
   1  a check ran and does not hold (verify found damage)
   2  bad input or usage; nothing appended
   3  refused by a rule of the method (the message names the rule id); nothing appended
+     except the record of a refused evidence file (BIND-12)
   4  environment failure (I/O, lock wait timed out); nothing appended
+130  interrupted by a second Ctrl-C
 
 Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
 
@@ -231,11 +233,30 @@ pub fn main() -> ExitCode {
             let class = classify(&e);
             eprintln!(
                 "error: {}",
-                crate::schema::secrets::withhold(&format!("{e:#}"))
+                inert_lines(&crate::schema::secrets::withhold(&format!("{e:#}")))
             );
             ExitCode::from(class.code())
         }
     }
+}
+
+/// An error message for the terminal: it may quote a path or a value the
+/// user or the evidence gave, so each line holding a control character, an
+/// escape or a bidirectional override is made inert (BIND-10); the lines
+/// themselves stay lines, and a line without one is left as it is.
+fn inert_lines(message: &str) -> String {
+    use crate::schema::strings::{inert, is_display_control};
+    message
+        .split('\n')
+        .map(|line| {
+            if line.chars().any(is_display_control) {
+                inert(line)
+            } else {
+                std::borrow::Cow::Borrowed(line)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A reader that closed stdout early (`| head`) is not an error of ours.

@@ -10,7 +10,6 @@ use crate::cli::common::*;
 use crate::cli::gate::{print_verdict, status_text, Standing};
 use crate::cli::progress::Progress;
 use crate::cli::Cli;
-use crate::log::ledger::Ledger;
 use crate::method::audit::replay_document;
 use crate::method::projections::{replay_until_observed, LineageState, State};
 use crate::method::verdict::{self, GroupLine, LineageView, Verdict};
@@ -88,7 +87,7 @@ fn print_progress(state: &State, l: &LineageState, v: &LineageView) -> std::io::
 
 /// `replay [--at SEQ]`.
 pub fn run_replay(cli: &Cli, a: &ReplayArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let head = ledger.head()?;
     let at = a.at.unwrap_or(head.seq);
     if at > head.seq {

@@ -101,7 +101,7 @@ pub(crate) fn verified_state(
     cli: &Cli,
     wait: Duration,
 ) -> anyhow::Result<(Ledger, State, LedgerHead)> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let verifying = Progress::spinner("verify", "checking every link from seq 0");
     let v = ledger.verify()?;
     verifying.finish();

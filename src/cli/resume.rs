@@ -12,7 +12,6 @@ use crate::cli::common::*;
 use crate::cli::Cli;
 use crate::error::Error;
 use crate::evidence::harbor;
-use crate::log::ledger::Ledger;
 use crate::method::projections::{LineageState, State};
 use crate::schema::rule::Rule;
 use std::collections::BTreeSet;
@@ -65,9 +64,12 @@ fn harbor_trial_dirs(
             let below = harbor::jobs_root_below(dir)?
                 .map(|p| format!(" (the jobs directory {p} is one level down)"))
                 .unwrap_or_default();
-            return Err(refuse(format!("a {level}{below}")));
+            return Err(refuse(format!(
+                "{}{below}",
+                crate::schema::strings::with_article(level.as_str())
+            )));
         }
-        other => return Err(refuse(format!("a {other}"))),
+        other => return Err(refuse(crate::schema::strings::with_article(other.as_str()))),
     }
     let mut out = BTreeSet::new();
     let mut ours = false;
@@ -116,7 +118,7 @@ fn trial_dirs_on_disk(given: Option<&Path>, l: &LineageState) -> anyhow::Result<
 /// `resume`: which identities may launch (CASE-4).
 pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let (lineage, group) = parse_group(&a.group);
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let state: State = decide_state(&ledger)?;
     drop(ledger);
     let on_disk = trial_dirs_on_disk(a.harbor_jobs.as_deref(), state.lineage(lineage.as_deref())?)?;
@@ -143,7 +145,11 @@ pub fn run_resume(cli: &Cli, a: &ResumeArgs, wait: Duration) -> anyhow::Result<E
         }))?;
     } else {
         if let (Some(d), Some(level)) = (&a.harbor_jobs, level) {
-            outln!("given a {level}: {}", d.display())?;
+            outln!(
+                "given {}: {}",
+                crate::schema::strings::with_article(level.as_str()),
+                d.display()
+            )?;
         }
         outln!("{} launchable in {group}:", launchable.len())?;
         for c in &launchable {

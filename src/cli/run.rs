@@ -912,7 +912,11 @@ impl Runner<'_> {
                 self.record_kill(&r.group, &case, &r.argv, r.child.id(), r.timeout, e.ran)?;
             }
             let x: Exited = case::exited_of(e.status, e.ran, &r.log_path)?;
-            self.say(&format!("{} exited ({:?})", case.label(), x.exit_code));
+            let how = x.exit_code.map_or_else(
+                || "no exit code: ended by a signal".to_string(),
+                |c| format!("exit code {c}"),
+            );
+            self.say(&format!("{} exited ({how})", case.label()));
             case::record_exit(self.cli, self.wait, r.group, &case, &x, &r.log_path)?;
         }
         Ok(any)

@@ -73,7 +73,7 @@ impl Fold {
         if stamp.is_some() && stamp == self.stamp {
             return Ok(false);
         }
-        let ledger = Ledger::open(dir, wait)?;
+        let ledger = crate::cli::common::open_reading(dir, wait)?;
         let from = self.head.map_or(0, |(seq, _)| seq + 1);
         if let Some((seq, hash)) = self.head {
             // The record folded last must still be the one in the log.

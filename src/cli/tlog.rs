@@ -254,7 +254,7 @@ pub(crate) fn run_checkpoint(
 }
 
 fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let lists = crate::cli::trust::operator_lists_of(&ledger)?;
     let derived = tree::derive(&ledger)?;
     // A checkpoint by a key no manifest lists is not shown as the signed
@@ -318,9 +318,9 @@ fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result
     let key = read_signer_key(&a.key)?;
     if key.kind() != KeyKind::Ed25519 {
         return Err(BadUsage(format!(
-            "{} is a {} key; a checkpoint is signed with a note key",
+            "{} is {} key; a checkpoint is signed with a note key",
             a.key.display(),
-            key.kind().label()
+            crate::schema::strings::with_article(key.kind().label())
         ))
         .into());
     }
@@ -380,7 +380,7 @@ fn run_verify_note(
         .map(|k| parse_vkey(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let note = read_note(&a.note)?;
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     let witnesses = frozen_keys(&decide_state(&ledger)?).witnesses;
     let derived = tree::derive(&ledger)?;
     let result = (|| {
@@ -512,7 +512,7 @@ fn check_origin(ledger: &Ledger, cp: &Checkpoint) -> anyhow::Result<()> {
 
 /// `prove inclusion | consistency`.
 pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow::Result<ExitCode> {
-    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     match cmd {
         ProveCommand::Inclusion(a) => {
             let (note, cp) = note_checkpoint(&a.checkpoint)?;

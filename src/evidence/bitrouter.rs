@@ -844,9 +844,9 @@ pub fn parse_receipt(line: &[u8], group: &GroupRef) -> Result<ReceiptRecorded, F
             return Err(FieldError::new(
                 "final_charge_micro_usd",
                 format!(
-                    "present ({}) on a {} receipt; only a computed receipt carries a final charge",
+                    "present ({}) on {} receipt; only a computed receipt carries a final charge",
                     super::echo_json(v),
-                    state_name(other)
+                    crate::schema::strings::with_article(state_name(other))
                 ),
             ))
         }

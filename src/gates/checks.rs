@@ -328,10 +328,13 @@ pub fn elf_arch(header: &[u8]) -> String {
     }
 }
 
-/// Streams `path` through SHA-256 and reads its ELF header.
+/// Streams `path` through SHA-256 and reads its ELF header: a regular file
+/// of at most `HASHED_FILE_BYTES_MAX` bytes (a FIFO or a device is refused
+/// at once, a file that grows past the bound while read is refused).
 pub fn binary_facts(path: &Path) -> Result<BinaryFacts, String> {
-    let mut f =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let max = crate::limits::HASHED_FILE_BYTES_MAX;
+    let (file, _) = crate::error::open_regular(path, max).map_err(|e| e.to_string())?;
+    let mut f = file.take(max + 1);
     let mut hasher = sha2::Sha256::new();
     let mut header = Vec::with_capacity(64);
     let mut bytes = 0u64;
@@ -351,6 +354,12 @@ pub fn binary_facts(path: &Path) -> Result<BinaryFacts, String> {
         }
         hasher.update(&buf[..n]);
         bytes += n as u64;
+    }
+    if bytes > max {
+        return Err(format!(
+            "{}: grew past the limit of {max} bytes while being read",
+            path.display()
+        ));
     }
     Ok(BinaryFacts {
         sha256: hex::encode(hasher.finalize()),
@@ -429,18 +438,11 @@ pub struct ValidationRun {
     pub timeout_ms: u64,
 }
 
-/// BLAKE3 of a config file's bytes, hex, bounded by `CONFIG_FILE_BYTES_MAX`.
+/// BLAKE3 of a config file's bytes, hex: a regular file bounded by
+/// `CONFIG_FILE_BYTES_MAX` (a FIFO or a device is refused at once).
 pub fn config_blake3(path: &Path) -> Result<String, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if meta.len() > CONFIG_FILE_BYTES_MAX as u64 {
-        return Err(format!(
-            "{}: {} bytes, over the limit of {CONFIG_FILE_BYTES_MAX}",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = crate::error::read_regular(path, CONFIG_FILE_BYTES_MAX as u64)
+        .map_err(|e| e.to_string())?;
     Ok(hex::encode(blake3::hash(&bytes).as_bytes()))
 }
 
@@ -956,6 +958,8 @@ mod tests {
         assert!(config_blake3(&at).is_ok());
         let past = dir.path().join("past");
         std::fs::write(&past, vec![b'a'; CONFIG_FILE_BYTES_MAX + 1]).unwrap();
-        assert!(config_blake3(&past).unwrap_err().contains("over the limit"));
+        assert!(config_blake3(&past).unwrap_err().contains(&format!(
+            "longer than the limit of {CONFIG_FILE_BYTES_MAX} bytes"
+        )));
     }
 }

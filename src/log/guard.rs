@@ -14,7 +14,7 @@ pub fn check_header(actor: &str, idempotency_key: Option<&str>) -> Result<()> {
             return Err(Error::Refused {
                 rule: Rule::Freeze2,
                 message: format!(
-                    "the record's {field} looks like a credential ({}, {}); secrets are never stored, nothing was appended",
+                    "the record's {field} looks like a credential ({}, {}); secrets are never stored, nothing holding it was appended",
                     found.shape,
                     secrets::describe_redacted(value.unwrap_or_default())
                 ),
@@ -48,7 +48,7 @@ pub fn check_event(event: &Event) -> Result<()> {
             return Err(Error::Refused {
                 rule: Rule::Freeze2,
                 message: format!(
-                    "field {path} of {} looks like a credential ({}, {}); secrets are never stored, nothing was appended",
+                    "field {path} of {} looks like a credential ({}, {}); secrets are never stored, nothing holding it was appended",
                     event.kind(),
                     found.shape,
                     secrets::describe_redacted(&value)

@@ -74,17 +74,24 @@ impl VerifyReport {
     }
 }
 
-/// An open ledger holding the writer lock.
+/// An open ledger: holding the writer lock, or (opened for reading where
+/// its directory cannot be written) a private copy of it.
 pub struct Ledger {
     dir: PathBuf,
     store: SledStore,
-    _lock: File,
+    /// The writer lock; `None` on a read copy (released once copied).
+    _lock: Option<File>,
+    /// Opened by [`Ledger::open_read`]: nothing is appended through it.
+    read_only: bool,
+    /// The private copy read instead of an unwritable directory, removed
+    /// after the store (fields drop in order).
+    copy: Option<crate::log::read_copy::ReadCopy>,
 }
 
 /// Creates `dir` owner-only if missing, and warns when an existing one is
 /// readable by others.
 fn prepare_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     if let Ok(meta) = fs::metadata(dir) {
         if !meta.is_dir() {
             return Err(Error::input(format!(
@@ -108,6 +115,12 @@ fn prepare_dir(dir: &Path) -> Result<()> {
                 _ => Error::io(format!("create {}", dir.display()), e),
             })?;
     }
+    warn_mode(dir)
+}
+
+/// Warns when the ledger directory `dir` is readable by others.
+fn warn_mode(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let mode = fs::metadata(dir)
         .map_err(|e| Error::io(format!("stat {}", dir.display()), e))?
         .permissions()
@@ -212,6 +225,7 @@ impl Ledger {
         // Check what the genesis record needs before anything is created.
         record::check_actor(actor)?;
         crate::log::guard::check_header(actor, None)?;
+        Self::refuse_unwritable(dir)?;
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
         if Self::exists(dir) {
@@ -223,7 +237,9 @@ impl Ledger {
         let ledger = Ledger {
             store: SledStore::create(dir)?,
             dir: dir.to_path_buf(),
-            _lock: file,
+            _lock: Some(file),
+            read_only: false,
+            copy: None,
         };
         let genesis = Draft {
             actor: actor.to_string(),
@@ -260,6 +276,7 @@ impl Ledger {
                 dir.display()
             )));
         }
+        Self::refuse_unwritable(dir)?;
         prepare_dir(dir)?;
         let file = lock(dir, lock_wait)?;
         let store = SledStore::open(dir)?;
@@ -267,7 +284,9 @@ impl Ledger {
         let ledger = Ledger {
             store,
             dir: dir.to_path_buf(),
-            _lock: file,
+            _lock: Some(file),
+            read_only: false,
+            copy: None,
         };
         let fence = FENCE
             .read()
@@ -277,6 +296,80 @@ impl Ledger {
         }
         drop(fence);
         Ok(ledger)
+    }
+
+    /// Opens the existing ledger in `dir` for reading only. Where this
+    /// process may write the directory, as [`Ledger::open`] (the writer
+    /// lock, waiting up to `lock_wait`); where it may not (a read-only
+    /// mount, another user's archive), a private copy of it made in
+    /// `scratch` (`log::read_copy`), read exactly as the directory would
+    /// be and removed when the ledger is dropped. Nothing is ever appended
+    /// through the ledger it returns.
+    pub fn open_read(dir: &Path, lock_wait: Duration, scratch: &Path) -> Result<Ledger> {
+        if !Self::exists(dir) {
+            return Self::open(dir, lock_wait);
+        }
+        let Some(why) = crate::log::read_copy::not_writable(dir, &Self::store_paths()) else {
+            let mut ledger = Self::open(dir, lock_wait)?;
+            ledger.read_only = true;
+            return Ok(ledger);
+        };
+        warn_mode(dir)?;
+        let copy = crate::log::read_copy::ReadCopy::make(dir, scratch, LOCK_FILE, lock_wait, &why)?;
+        tracing::info!(
+            "{} cannot be written here ({}); reading a private copy in {}",
+            dir.display(),
+            why.1,
+            copy.dir().display()
+        );
+        let named = |e: Error| renamed(e, copy.dir(), dir);
+        let store = SledStore::open(copy.dir()).map_err(named)?;
+        check_genesis_format(&store, dir)?;
+        Ok(Ledger {
+            dir: copy.dir().to_path_buf(),
+            store,
+            _lock: None,
+            read_only: true,
+            copy: Some(copy),
+        })
+    }
+
+    /// Refuses (exit 4, saying why and what still works) to open an
+    /// existing directory this process cannot write for appending.
+    fn refuse_unwritable(dir: &Path) -> Result<()> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let Some((path, why)) = crate::log::read_copy::not_writable(dir, &Self::store_paths())
+        else {
+            return Ok(());
+        };
+        Err(Error::io(
+            format!(
+                "open {} for appending: {} cannot be written here; this verb appends, so it needs write access to the ledger directory (the read verbs, such as verify, log, export, audit, gate, replay and report, work without it)",
+                dir.display(),
+                path.display()
+            ),
+            why,
+        ))
+    }
+
+    /// The paths of a ledger directory that an open writes, relative to it.
+    fn store_paths() -> [&'static str; 6] {
+        [
+            LOCK_FILE,
+            store::STORE_DIR,
+            "sled/db",
+            "sled/conf",
+            store::INDEX_DIR,
+            store::WITNESS_FILE,
+        ]
+    }
+
+    /// The private copy this ledger reads instead of its directory, if it
+    /// is one ([`Ledger::open_read`]).
+    pub fn read_copy(&self) -> Option<&Path> {
+        self.copy.as_ref().map(|c| c.dir())
     }
 
     /// Sets (or clears) the check every `open` of this process runs under
@@ -409,6 +502,7 @@ impl Ledger {
     /// held), and nothing is written until `commit`. Dropping the batch
     /// appends nothing.
     pub fn batch(&self, now_ns: u64) -> Result<Batch<'_>> {
+        self.writable()?;
         let head = self.head()?;
         Ok(Batch {
             ledger: self,
@@ -612,10 +706,26 @@ impl Ledger {
         batch: &[Sealed],
         index: &[(String, u64)],
     ) -> Result<Head> {
+        self.writable()?;
         if !index.is_empty() {
             self.ensure_index(expected)?;
         }
         self.store.append(expected, batch, index)
+    }
+
+    /// Refuses an append through a ledger opened for reading (exit 4: the
+    /// verb that tried needs write access).
+    fn writable(&self) -> Result<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        Err(Error::io(
+            format!(
+                "append to {}: the ledger was opened for reading only; a verb that appends opens it with write access",
+                self.dir.display()
+            ),
+            std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem),
+        ))
     }
 
     /// Opens a fresh, empty store in `dir` for an import (no genesis).
@@ -631,8 +741,26 @@ impl Ledger {
         Ok(Ledger {
             store: SledStore::create(dir)?,
             dir: dir.to_path_buf(),
-            _lock: file,
+            _lock: Some(file),
+            read_only: false,
+            copy: None,
         })
+    }
+}
+
+/// `e` with the path of a read copy replaced by the directory it copies, so
+/// a message names the ledger the user gave.
+fn renamed(e: Error, copy: &Path, dir: &Path) -> Error {
+    let (from, to) = (copy.display().to_string(), dir.display().to_string());
+    match e {
+        Error::Input(m) => Error::Input(m.replace(&from, &to)),
+        Error::Damage(m) => Error::Damage(m.replace(&from, &to)),
+        Error::NotHeld(m) => Error::NotHeld(m.replace(&from, &to)),
+        Error::Io { context, source } => Error::Io {
+            context: context.replace(&from, &to),
+            source,
+        },
+        other => other,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod export;
 pub mod guard;
 pub mod ledger;
+pub mod read_copy;
 pub mod record;
 pub(crate) mod scan;
 pub mod segment;

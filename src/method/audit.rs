@@ -27,6 +27,64 @@ pub struct AuditLine {
     pub differences: Vec<String>,
 }
 
+/// The verdict of `s`'s group derived from `state` (the log before the
+/// seal) as the projection version `s` attests, where this build derives
+/// that version, and every difference from what `s` attests.
+fn sealed_differences(
+    state: &State,
+    l: &crate::method::projections::LineageState,
+    s: &crate::schema::events::GroupSealed,
+) -> (String, Vec<String>) {
+    use crate::method::projections::{PROJECTION_VERSION, PROJECTION_VERSION_OLDEST};
+    let mut diffs = Vec::new();
+    let attested = s.projection_version;
+    let known = (PROJECTION_VERSION_OLDEST..=PROJECTION_VERSION).contains(&attested);
+    let version = if known { attested } else { PROJECTION_VERSION };
+    let d = verdict::group_verdict_as(state, l, &s.group.group, version);
+    if !known {
+        diffs.push(format!(
+            "projection version: attested {attested}, this build derives {PROJECTION_VERSION_OLDEST}..={PROJECTION_VERSION}"
+        ));
+    }
+    for row in &d.rows {
+        match s.rows.iter().find(|x| x.gate == row.gate) {
+            None => diffs.push(format!(
+                "row {:?} missing from the attested verdict",
+                row.gate
+            )),
+            Some(x) if x.holds != row.holds => diffs.push(format!(
+                "row {:?}: attested {}, derived {}",
+                row.gate,
+                if x.holds { "holds" } else { "fails" },
+                if row.holds { "holds" } else { "fails" }
+            )),
+            Some(x) if x.evidence != row.evidence => diffs.push(format!(
+                "row {:?} evidence: attested {:?}, derived {:?}",
+                row.gate, x.evidence, row.evidence
+            )),
+            Some(_) => {}
+        }
+    }
+    for x in &s.rows {
+        if !d.rows.iter().any(|row| row.gate == x.gate) {
+            diffs.push(format!(
+                "attested row {:?} is not a row of this build",
+                x.gate
+            ));
+        }
+    }
+    if d.skipped_cases() != s.skipped_security_policy {
+        diffs.push("skipped_security_policy differs".to_string());
+    }
+    if !d.status.is(&s.status) {
+        diffs.push(format!(
+            "status: attested {}, derived {}",
+            s.status, d.status
+        ));
+    }
+    (d.status.into(), diffs)
+}
+
 /// Re-derives every sealed verdict from the log: for each `group_sealed` at
 /// seq s, the verdict of the state through s - 1 (what `group seal` saw
 /// under the lock) is compared with the attested one, row by row; and every
@@ -96,71 +154,20 @@ impl Auditor {
 
     /// The seal at `seq` against the verdict of the state through seq - 1.
     fn sealed(&self, seq: u64, s: &GroupSealed) -> AuditLine {
-        let mut diffs = Vec::new();
-        let derived = match self.state.lineages.get(&s.group.lineage) {
-            None => {
-                diffs.push("sealed for a lineage that was never frozen".to_string());
-                String::new()
-            }
-            Some(l) => {
-                let d = verdict::group_verdict(&self.state, l, &s.group.group);
-                row_differences(&d, s, &mut diffs);
-                d.status.into()
-            }
+        let (derived, differences) = match self.state.lineages.get(&s.group.lineage) {
+            None => (
+                String::new(),
+                vec!["sealed for a lineage that was never frozen".to_string()],
+            ),
+            Some(l) => sealed_differences(&self.state, l, s),
         };
         AuditLine {
             group: s.group.clone(),
             seq,
             attested: s.status.clone(),
             derived,
-            differences: diffs,
+            differences,
         }
-    }
-}
-
-/// Where the derived verdict `d` differs from the attested seal `s`.
-fn row_differences(d: &verdict::Verdict, s: &GroupSealed, diffs: &mut Vec<String>) {
-    if d.projection_version != s.projection_version {
-        diffs.push(format!(
-            "projection version: attested {}, this build {}",
-            s.projection_version, d.projection_version
-        ));
-    }
-    for row in &d.rows {
-        match s.rows.iter().find(|x| x.gate == row.gate) {
-            None => diffs.push(format!(
-                "row {:?} missing from the attested verdict",
-                row.gate
-            )),
-            Some(x) if x.holds != row.holds => diffs.push(format!(
-                "row {:?}: attested {}, derived {}",
-                row.gate,
-                if x.holds { "holds" } else { "fails" },
-                if row.holds { "holds" } else { "fails" }
-            )),
-            Some(x) if x.evidence != row.evidence => diffs.push(format!(
-                "row {:?} evidence: attested {:?}, derived {:?}",
-                row.gate, x.evidence, row.evidence
-            )),
-            Some(_) => {}
-        }
-    }
-    for x in &s.rows {
-        if !d.rows.iter().any(|row| row.gate == x.gate) {
-            diffs.push(format!(
-                "attested row {:?} is not a row of this build",
-                x.gate
-            ));
-        }
-    }
-    if d.skipped_cases() != s.skipped_security_policy {
-        diffs.push("skipped_security_policy differs".to_string());
-    }
-    if !d.status.is(&s.status) {
-        diffs.push(format!(
-            "status: attested {}, derived {}",
-            s.status, d.status
-        ));
     }
 }
 

@@ -395,8 +395,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            6,
-            "602cfe7ff6940a461a1e8ef7f8f23c0c5586598209231004f5d4a98b8b7ab57a".to_string()
+            7,
+            "6f83cb8a0444371b2b65eaccb39e254fbc8c1e390a42e30ded33702ec921f11c".to_string()
         ),
         "state layout changed"
     );

@@ -10,18 +10,26 @@ use crate::log::ledger::Ledger;
 use crate::method::observations::{refute, Refutation};
 use crate::schema::events::{
     CaseInvalidated, CaseLaunched, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, FeedbackApplied,
-    GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped, ManifestFrozen,
-    Protocol, ReceiptState, ReconciliationStatus, RunLeased, SecurityRefusalRecorded, SignOffRole,
-    Status, TokenBuckets, TraceStatus, TrialFactsRecorded, TrialResultRecordedV2, UsageOrigin,
+    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, EvidenceRefused,
+    FeedbackApplied, GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped,
+    ManifestFrozen, Protocol, ReceiptState, ReconciliationStatus, RunLeased,
+    SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets, TraceStatus, TrialFactsRecorded,
+    TrialResultRecordedV2, UsageOrigin,
 };
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
 
 /// The version of the projection code; attested in sealed verdicts so an
 /// audit can tell which logic produced them. 2: evidence binding (BIND-1..9)
-/// and the two evidence planes (PLANE-1).
-pub const PROJECTION_VERSION: u32 = 2;
+/// and the two evidence planes (PLANE-1). 3: the secrets row names a
+/// leaked credential's shape in plain words ("quotes a credential of shape
+/// api_key_assignment", was "quotes a api_key_assignment"); nothing else.
+pub const PROJECTION_VERSION: u32 = 3;
+
+/// The oldest projection version this build derives a verdict as: `audit`
+/// re-derives each sealed verdict as the version it attests, so a wording
+/// a later version changed still verifies word for word.
+pub const PROJECTION_VERSION_OLDEST: u32 = 2;
 
 /// Where an event sits in the log: its seq and when it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -146,6 +154,9 @@ pub struct GroupState {
     pub lease: Option<(At, RunLeased)>,
     /// Commands killed at their deadlines (RUN-4).
     pub kills: Vec<(At, CommandKilled)>,
+    /// Evidence files offered to the group and refused by a rule, kept
+    /// without their content (BIND-12).
+    pub refused_files: Vec<(At, EvidenceRefused)>,
 }
 
 /// A trace as the join needs it.
@@ -749,6 +760,9 @@ impl State {
             }),
             Event::CredentialFound(e) => self.group(&e.group.lineage, &e.group.group, |g| {
                 g.leaks.push((at, e.clone()));
+            }),
+            Event::EvidenceRefused(e) => self.group(&e.group.lineage, &e.group.group, |g| {
+                g.refused_files.push((at, e.clone()));
             }),
             _ => return false,
         }

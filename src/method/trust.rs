@@ -78,9 +78,9 @@ pub fn sign_manifest(
     let text = sign_off_text(lineage, role, manifest_blake3);
     if key.kind() != KeyKind::Ed25519 {
         return Err(format!(
-            "key {} is a {} key; a sign-off needs an ed25519 note key",
+            "key {} is {} key; a sign-off needs an ed25519 note key",
             key.name(),
-            key.kind().label()
+            crate::schema::strings::with_article(key.kind().label())
         ));
     }
     let note = sign_note(&text, &[key]).map_err(|e| e.to_string())?;

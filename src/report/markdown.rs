@@ -859,6 +859,20 @@ fn failures(out: &mut String, failures: &Failures) -> fmt::Result {
     for limitation in &failures.limitations {
         writeln!(out, "- Limitation: {limitation}")?;
     }
+    if !failures.refused_files.is_empty() {
+        writeln!(
+            out,
+            "- Evidence files refused by a rule (kept without their content, BIND-12):"
+        )?;
+        for refused in &failures.refused_files {
+            writeln!(
+                out,
+                "  - {}: {}",
+                refused.group,
+                crate::schema::strings::inert(&refused.file.line())
+            )?;
+        }
+    }
     writeln!(out)
 }
 

@@ -814,6 +814,18 @@ pub struct Failures {
     pub time_gaps: Vec<TimeGap>,
     /// What the evidence cannot show.
     pub limitations: Vec<String>,
+    /// Evidence files a rule refused, by group (BIND-12).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_files: Vec<RefusedFileLine>,
+}
+
+/// An evidence file offered to a group and refused by a rule (BIND-12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedFileLine {
+    /// The group it was offered to.
+    pub group: String,
+    /// The file and its refusal.
+    pub file: crate::method::verdict::RefusedFile,
 }
 
 /// The go/no-go checks of one round.

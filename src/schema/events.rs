@@ -228,6 +228,9 @@ vocabulary! {
     /// same batch: every timestamp it carries and the job's attempt counts
     /// (BIND-11).
     TrialFactsRecorded(TrialFactsRecorded) = "trial_facts_recorded.v1",
+    /// An evidence file an ingest refused by a rule of the method: its path,
+    /// size, BLAKE3 and the refusal, never its content (BIND-12).
+    EvidenceRefused(EvidenceRefused) = "evidence_refused.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -306,6 +309,31 @@ pub struct TrialFactsRecorded {
     pub n_attempts: Option<u64>,
     /// How many trial directories of the job map to this case identity.
     pub trials_for_case: u64,
+}
+
+/// An evidence file refused by a rule of the method (BIND-12): what was
+/// offered and why it did not count. Nothing of its content is kept; the
+/// reason is the refusal's own text, which names fields, shapes and
+/// redacted forms, never a value of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceRefused {
+    /// The group it was offered to.
+    pub group: GroupRef,
+    /// The case it was offered for, when the file is a trial's.
+    pub case: Option<CaseRef>,
+    /// What it was offered as (`harbor_trial_result`, `bitrouter_traces`,
+    /// ...; the roles of `artifact_recorded.v1`).
+    pub role: String,
+    /// Its path as given.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+    /// The rule that refused it (`CASE-8`, `FREEZE-2`, ...).
+    pub rule: String,
+    /// Why, as the refusal said it (bounded; no value of the file).
+    pub reason: String,
 }
 
 /// The genesis payload: which ledger this is and what created it.

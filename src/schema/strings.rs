@@ -184,7 +184,7 @@ impl ser::SerializeMap for &mut Visitor<'_> {
 /// rendered document: a control character (C0, DEL, C1: carriage return,
 /// escape sequences, backspace), a bidirectional override, embedding,
 /// isolate or mark, or an invisible joiner, separator or byte order mark.
-fn is_display_control(c: char) -> bool {
+pub fn is_display_control(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -346,5 +346,36 @@ mod tests {
             s == "secret"
         }));
         assert_eq!(n, 2);
+    }
+}
+
+/// `phrase` with its indefinite article, as English reads it for the words
+/// the CLI names (levels of a Harbor path, key kinds, receipt states): "an"
+/// before a, e, i, o and before "un" ("an unknown receipt", "an ed25519
+/// note key", "an empty directory"), "a" otherwise ("a job directory", "a
+/// cosignature/v1 key", "a pending receipt").
+pub fn with_article(phrase: &str) -> String {
+    let lower = phrase.to_ascii_lowercase();
+    let an = lower.starts_with(['a', 'e', 'i', 'o']) || lower.starts_with("un");
+    format!("{} {phrase}", if an { "an" } else { "a" })
+}
+
+#[cfg(test)]
+mod article_tests {
+    #[test]
+    fn the_article_reads_as_english() {
+        // Issue 29 item 17: never "a empty directory" or "a ed25519 key".
+        for (phrase, read) in [
+            ("empty directory", "an empty directory"),
+            ("ed25519 note", "an ed25519 note"),
+            ("unknown", "an unknown"),
+            ("api_key_assignment", "an api_key_assignment"),
+            ("job directory", "a job directory"),
+            ("cosignature/v1", "a cosignature/v1"),
+            ("pending", "a pending"),
+            ("not_charged", "a not_charged"),
+        ] {
+            assert_eq!(super::with_article(phrase), read);
+        }
     }
 }

@@ -28,7 +28,8 @@ fn hex64(tag: &str) -> String {
 /// optional idempotency key. After the older kinds come the example
 /// operator's signed sign-off (key `alice` of `testkit::examples::signer`,
 /// derivable by anyone), a checkpoint of every record before it, signed by
-/// the same key, and one event of each driver kind (RUN-2..4).
+/// the same key, one event of each driver kind (RUN-2..4), then the later
+/// kinds in vocabulary order (BIND-11, BIND-12).
 pub fn example_events() -> Vec<(Event, Option<String>)> {
     use crate::schema::events::SignOffRole;
     let mut events = events_before_trust();
@@ -75,6 +76,26 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
             trials_for_case: 1,
         }),
         Some("harbor-trial-facts:example".into()),
+    ));
+    events.push((
+        Event::EvidenceRefused(crate::schema::events::EvidenceRefused {
+            group: crate::schema::events::GroupRef {
+                lineage: frozen.lineage.clone(),
+                group: "control".into(),
+            },
+            case: Some(crate::schema::events::CaseRef {
+                task: "fix-git".into(),
+                trial: "t2".into(),
+                replacement: 0,
+            }),
+            role: "harbor_trial_result".into(),
+            path: "jobs/control/fix-git__control-t2/result.json".into(),
+            bytes: 4096,
+            blake3: hex64("refused result"),
+            rule: "CASE-8".into(),
+            reason: "jobs/control/fix-git__control-t2: result.json names another trial or task than its directory, trial \"fix-git__control-t2\" of task \"fix-git\"; a result binds only to its own case".into(),
+        }),
+        Some("evidence-refused:example".into()),
     ));
     events
 }

@@ -79,7 +79,7 @@ pub enum TlogError {
     AmbiguousVerifier { name: String, key_id: u32 },
     #[error("signers {name}+{key_id:08x} appear twice")]
     DuplicateSigner { name: String, key_id: u32 },
-    #[error("key {name} is a {found} key, {wanted} is needed")]
+    #[error("key {name} is of kind {found}; a key of kind {wanted} is needed")]
     WrongKeyKind {
         name: String,
         found: &'static str,

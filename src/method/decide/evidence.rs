@@ -181,3 +181,82 @@ pub fn case_invalidate(
         evidence_blake3,
     })])
 }
+
+/// An evidence file as an ingest offered it: what the record of its
+/// refusal keeps (BIND-12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferedFile {
+    /// What it was offered as (an `artifact_recorded.v1` role).
+    pub role: String,
+    /// Its path as given.
+    pub path: String,
+    /// The case it was offered for, when it is a trial's file.
+    pub case: Option<CaseRef>,
+    /// Its size as read.
+    pub bytes: u64,
+    /// BLAKE3 of the bytes read, hex.
+    pub blake3: String,
+}
+
+/// `reason` cut to `EVIDENCE_REFUSAL_REASON_BYTES_MAX` at a character
+/// boundary, marked when cut.
+fn bounded_reason(reason: &str) -> String {
+    const CUT: &str = " [cut]";
+    let max = crate::limits::EVIDENCE_REFUSAL_REASON_BYTES_MAX;
+    if reason.len() <= max {
+        return reason.to_string();
+    }
+    let mut end = max - CUT.len();
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT}", &reason[..end])
+}
+
+/// BIND-12: the record of an evidence file `group` was offered and a rule
+/// of the method refused, with its idempotency key; `None` when nothing is
+/// to be recorded: a failure that is not a rule's refusal (bad input, the
+/// environment), a ledger rule (LEDGER-*: an idempotency conflict means the
+/// content is already recorded), or a group that takes no evidence (not a
+/// target, never opened, sealed: VERDICT-4). The same offer refused the
+/// same way again has the same key, so it is recorded once.
+pub fn evidence_refused(
+    state: &State,
+    group: &GroupRef,
+    file: &OfferedFile,
+    refusal: &crate::error::Error,
+) -> Option<(Event, String)> {
+    let crate::error::Error::Refused { rule, message } = refusal else {
+        return None;
+    };
+    if matches!(rule, Rule::Ledger1 | Rule::Ledger2 | Rule::Ledger3)
+        || evidence_group(state, Some(&group.lineage), &group.group).is_err()
+    {
+        return None;
+    }
+    let event = crate::schema::events::EvidenceRefused {
+        group: group.clone(),
+        case: file.case.clone(),
+        role: file.role.clone(),
+        path: file.path.clone(),
+        bytes: file.bytes,
+        blake3: file.blake3.clone(),
+        rule: rule.as_str().to_string(),
+        reason: bounded_reason(message),
+    };
+    let mut h = blake3::Hasher::new();
+    for part in [
+        &event.group.lineage,
+        &event.group.group,
+        &event.role,
+        &event.path,
+        &event.blake3,
+        &event.rule,
+        &event.reason,
+    ] {
+        h.update(&(part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    let key = format!("evidence-refused:{}", h.finalize().to_hex());
+    Some((Event::EvidenceRefused(event), key))
+}

@@ -19,7 +19,10 @@ mod seal;
 pub use case::{
     case_start, launchable, render_identity, resume, scored_work_allowed, CaseStart, ResumeRow,
 };
-pub use evidence::{case_invalidate, evidence_group, security_refusal, trial_result_case};
+pub use evidence::{
+    case_invalidate, evidence_group, evidence_refused, security_refusal, trial_result_case,
+    OfferedFile,
+};
 pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
 pub use group::{group_close, group_open, GroupOpen};
 pub use lineage::{control_reuse, feedback, lineage_stop};
@@ -50,6 +53,12 @@ fn not_stopped(l: &LineageState) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// LINEAGE-1: `group` is in the lineage's frozen target list; the one
+/// refusal of an unknown group, whichever verb names it (exit 3).
+pub fn target_group(l: &LineageState, group: &str) -> Result<()> {
+    manifest_group(l, group).map(|_| ())
 }
 
 /// LINEAGE-1: `group` is in the lineage's frozen target list.

@@ -1024,6 +1024,99 @@ mod lifecycle {
             "LINEAGE-1"
         );
     }
+
+    fn offered(case: Option<CaseRef>) -> OfferedFile {
+        OfferedFile {
+            role: "harbor_trial_result".into(),
+            path: "jobs/j/fix-git__control-t1/result.json".into(),
+            case,
+            bytes: 10,
+            blake3: "ab".repeat(32),
+        }
+    }
+
+    #[test]
+    fn a_rule_refusing_an_offered_file_is_kept_once_and_nothing_else_is() {
+        // rule BIND-12: a method rule's refusal of an evidence file is
+        // recorded (path, size, BLAKE3, rule, reason); bad input, the
+        // environment, a ledger rule and a sealed group record nothing.
+        let mut e = control_ready();
+        e.push(started("control", case("fix-git", "t1", 0)));
+        let s = given(&e);
+        let g = gref("control");
+        let file = offered(Some(case("fix-git", "t1", 0)));
+        let refusal = |rule: Rule| Error::Refused {
+            rule,
+            message: "result.json names another trial".into(),
+        };
+        let (event, key) = evidence_refused(&s, &g, &file, &refusal(Rule::Case8))
+            .expect("BIND-12: a CASE-8 refusal of a file is kept");
+        let Event::EvidenceRefused(kept) = &event else {
+            panic!("BIND-12: {event:?}")
+        };
+        assert_eq!(
+            (kept.rule.as_str(), kept.path.as_str(), kept.bytes),
+            ("CASE-8", file.path.as_str(), 10),
+            "BIND-12: path, size and rule are kept"
+        );
+        assert_eq!(
+            evidence_refused(&s, &g, &file, &refusal(Rule::Case8)).map(|(_, k)| k),
+            Some(key.clone()),
+            "BIND-12: the same offer refused the same way has one key"
+        );
+        let elsewhere = OfferedFile {
+            path: "copy/result.json".into(),
+            ..file.clone()
+        };
+        assert_ne!(
+            evidence_refused(&s, &g, &elsewhere, &refusal(Rule::Case8)).map(|(_, k)| k),
+            Some(key),
+            "BIND-12: another path is another offer"
+        );
+        for not_kept in [
+            Error::input("line 1: field id: missing"),
+            refusal(Rule::Ledger2),
+            Error::io("read", std::io::Error::other("gone")),
+        ] {
+            assert!(
+                evidence_refused(&s, &g, &file, &not_kept).is_none(),
+                "BIND-12: only a method rule's refusal is kept, not {not_kept:?}"
+            );
+        }
+        let mut sealed_too = e.clone();
+        sealed_too.push(sealed("control", VerdictStatus::RejectedRuntime));
+        assert!(
+            evidence_refused(&given(&sealed_too), &g, &file, &refusal(Rule::Case8)).is_none(),
+            "BIND-12, VERDICT-4: a sealed group takes no evidence, refused or not"
+        );
+    }
+
+    #[test]
+    fn a_refusal_reason_is_kept_whole_at_its_bound_and_cut_past_it() {
+        // rule BIND-12: EVIDENCE_REFUSAL_REASON_BYTES_MAX
+        let max = crate::limits::EVIDENCE_REFUSAL_REASON_BYTES_MAX;
+        let s = given(&control_ready());
+        let reason_of = |message: String| {
+            let refusal = Error::Refused {
+                rule: Rule::Freeze2,
+                message,
+            };
+            match evidence_refused(&s, &gref("control"), &offered(None), &refusal) {
+                Some((Event::EvidenceRefused(e), _)) => e.reason,
+                other => panic!("BIND-12: {other:?}"),
+            }
+        };
+        let at = "r".repeat(max);
+        assert_eq!(reason_of(at.clone()), at, "BIND-12: at the bound, whole");
+        // past the bound, with a multi-byte character across the cut
+        let past = format!("{}\u{e9}{}", "r".repeat(max - 7), "r".repeat(8));
+        let cut = reason_of(past);
+        assert!(
+            cut.len() <= max && cut.ends_with(" [cut]"),
+            "BIND-12: past the bound, cut and marked: {} bytes",
+            cut.len()
+        );
+    }
 }
 
 /// `launchable` (what `run` asks before a wave) is exactly `resume`'s

@@ -426,9 +426,9 @@ fn signers_of(s: SignersToml, source: &str) -> Result<Signers> {
                     source,
                     &format!("{field}[{i}]"),
                     format!(
-                        "must be a {} key, got {}",
-                        kind.label(),
-                        parsed.kind().label()
+                        "must be {} key, got {} key",
+                        crate::schema::strings::with_article(kind.label()),
+                        crate::schema::strings::with_article(parsed.kind().label())
                     ),
                 ));
             }

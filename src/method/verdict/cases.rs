@@ -32,6 +32,10 @@ pub struct CaseLine {
     /// Why it is terminal_invalid (an exception, no reward, a BIND-1
     /// mismatch named), empty otherwise.
     pub why_invalid: Vec<String>,
+    /// Seqs of the files offered for it that a rule refused (BIND-12): a
+    /// started case whose only result was refused is named with them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_seqs: Vec<u64>,
 }
 
 /// The cases of a group, tallied once for the case rows and the verdict.
@@ -162,10 +166,26 @@ impl CaseTally {
         if results > 1 {
             self.multi_results.push(case.label());
         }
+        let refused: Vec<_> = group_state
+            .refused_files
+            .iter()
+            .filter(|(_, f)| f.case.as_ref() == Some(case))
+            .collect();
         match status {
             CaseStatus::NotStarted if case.replacement == 0 => self.missing.push(case.label()),
             CaseStatus::NotStarted => {}
-            CaseStatus::Started => self.not_terminal.push(case.label()),
+            // BIND-12: never silently `started` when what was offered for
+            // it was refused.
+            CaseStatus::Started => match refused.last() {
+                Some((at, f)) => self.not_terminal.push(format!(
+                    "{} (its result was refused: {} at seq {}, {})",
+                    case.label(),
+                    f.path,
+                    at.seq,
+                    f.rule
+                )),
+                None => self.not_terminal.push(case.label()),
+            },
             CaseStatus::TerminalInvalid if !skipped.contains(case) => {
                 let why = judged
                     .why_invalid
@@ -188,6 +208,7 @@ impl CaseTally {
             starts,
             results,
             why_invalid: judged.why_invalid,
+            refused_seqs: refused.iter().map(|(at, _)| at.seq).collect(),
         });
     }
 }

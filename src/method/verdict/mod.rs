@@ -98,6 +98,70 @@ pub struct Verdict {
     pub planes: Planes,
     /// The projection version that computed it.
     pub projection_version: u32,
+    /// Evidence files offered to the group and refused by a rule, in log
+    /// order (BIND-12).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_files: Vec<RefusedFile>,
+}
+
+/// An evidence file a rule refused, as the verdict shows it (BIND-12):
+/// what was offered and why it did not count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedFile {
+    /// Seq of its `evidence_refused.v1`.
+    pub seq: u64,
+    /// What it was offered as.
+    pub role: String,
+    /// Its path as given.
+    pub path: String,
+    /// The case it was offered for, if a trial's.
+    pub case: Option<CaseRef>,
+    /// Its size.
+    pub bytes: u64,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+    /// The rule that refused it.
+    pub rule: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl RefusedFile {
+    /// The refused files of a group, in log order.
+    pub fn of(group_state: &GroupState) -> Vec<RefusedFile> {
+        group_state
+            .refused_files
+            .iter()
+            .map(|(at, f)| RefusedFile {
+                seq: at.seq,
+                role: f.role.clone(),
+                path: f.path.clone(),
+                case: f.case.clone(),
+                bytes: f.bytes,
+                blake3: f.blake3.clone(),
+                rule: f.rule.clone(),
+                reason: f.reason.clone(),
+            })
+            .collect()
+    }
+
+    /// One line: path, what it was offered as, seq, rule and reason.
+    pub fn line(&self) -> String {
+        let case = self
+            .case
+            .as_ref()
+            .map_or(String::new(), |c| format!(" for {}", c.label()));
+        format!(
+            "{} ({}{case}, {} bytes, blake3 {}; seq {}): {}: {}",
+            self.path,
+            self.role,
+            self.bytes,
+            &self.blake3[..self.blake3.len().min(16)],
+            self.seq,
+            self.rule,
+            self.reason
+        )
+    }
 }
 
 impl Verdict {
@@ -120,6 +184,18 @@ impl Verdict {
 /// first failing row in VERDICT-1's precedence. The secrets row reads the
 /// fold's findings for this group (see [`State::secret_findings`]).
 pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
+    group_verdict_as(
+        state,
+        l,
+        group,
+        crate::method::projections::PROJECTION_VERSION,
+    )
+}
+
+/// [`group_verdict`] as projection `version` words it (one of
+/// `PROJECTION_VERSION_OLDEST..=PROJECTION_VERSION`): what `audit`
+/// compares a sealed verdict with, as the version it attests.
+pub fn group_verdict_as(state: &State, l: &LineageState, group: &str, version: u32) -> Verdict {
     let manifest = &l.frozen.manifest.public;
     let empty = GroupState::default();
     let group_state = l.groups.get(group).unwrap_or(&empty);
@@ -141,6 +217,7 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         settlement: &settlement,
         cleanup: &cleanup,
         planes: &planes,
+        version,
     };
     let rows: Vec<GateRow> = rows::ALL.iter().map(|row| row(&context)).collect();
     // Paired with the row table: exactly its rows, in its order.
@@ -165,7 +242,8 @@ pub fn group_verdict(state: &State, l: &LineageState, group: &str) -> Verdict {
         joins,
         cleanup,
         planes,
-        projection_version: crate::method::projections::PROJECTION_VERSION,
+        projection_version: version,
+        refused_files: RefusedFile::of(group_state),
     }
 }
 

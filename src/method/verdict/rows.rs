@@ -43,6 +43,9 @@ pub(super) struct RowContext<'a> {
     pub cleanup: &'a Cleanup,
     /// Its reliability and semantic planes.
     pub planes: &'a Planes,
+    /// The projection version the rows are worded as (see
+    /// `PROJECTION_VERSION`).
+    pub version: u32,
 }
 
 /// True for a canary group (GATE-5, BIND-4).
@@ -191,9 +194,15 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
         .iter()
         .map(|f| format!("seq {} {} ({})", f.seq, f.field, f.shape))
         .collect();
+    // Version 2 wrote "quotes a <shape>", which sealed verdicts attest.
+    let quotes = if ctx.version >= 3 {
+        "quotes a credential of shape"
+    } else {
+        "quotes a"
+    };
     named.extend(ctx.group_state.leaks.iter().map(|(at, f)| {
         format!(
-            "{} seq {}: {} field {} quotes a {} ({})",
+            "{} seq {}: {} field {} {quotes} {} ({})",
             Rule::Bind8,
             at.seq,
             f.file,
@@ -202,6 +211,23 @@ fn secrets(ctx: &RowContext<'_>) -> GateRow {
             f.redacted
         )
     }));
+    // A file refused for a credential-shaped value (FREEZE-2) leaked it as
+    // much as one recorded with its findings (BIND-8, BIND-12).
+    named.extend(
+        ctx.group_state
+            .refused_files
+            .iter()
+            .filter(|(_, f)| f.rule == Rule::Freeze2.as_str())
+            .map(|(at, f)| {
+                format!(
+                    "{} seq {}: {} was refused for a credential shape ({})",
+                    Rule::Bind12,
+                    at.seq,
+                    f.path,
+                    Rule::Freeze2
+                )
+            }),
+    );
     let text = if !named.is_empty() {
         name_some(&named)
     } else if ctx.state.scan_secrets {

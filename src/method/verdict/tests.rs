@@ -1042,6 +1042,46 @@ fn a_credential_in_imported_evidence_fails_the_secrets_row() {
 }
 
 #[test]
+fn a_leaked_credential_is_named_by_its_shape_in_plain_words() {
+    // rule BIND-8; issue 29 item 17: never "quotes a api_key_assignment" in
+    // a new verdict, while a verdict sealed as version 2 is derived as
+    // version 2 words it (audit compares word for word).
+    let mut w = ran(&["canary-1"], &[]);
+    w.push(vec![Event::CredentialFound(
+        crate::schema::events::CredentialFound {
+            group: GroupRef {
+                lineage: L.into(),
+                group: "canary-1".into(),
+            },
+            file: "jobs/j/t/result.json".into(),
+            file_blake3: "0".repeat(64),
+            field: "config.agent.kwargs.api_key".into(),
+            shape: "api_key_assignment".into(),
+            redacted: "<redacted: 40 bytes>".into(),
+        },
+    )]);
+    let v = verdict_of(&w, "canary-1");
+    let secrets = row(&v, VerdictRow::Secrets);
+    assert!(!secrets.holds, "BIND-8: {secrets:?}");
+    assert!(
+        secrets
+            .evidence
+            .contains("quotes a credential of shape api_key_assignment")
+            && !secrets.evidence.contains("a api_key"),
+        "BIND-8: the finding reads as English: {}",
+        secrets.evidence
+    );
+    let as_v2 = crate::method::verdict::group_verdict_as(&w.state, lineage(&w), "canary-1", 2);
+    let old = row(&as_v2, VerdictRow::Secrets);
+    assert!(
+        old.evidence.contains("quotes a api_key_assignment (") && !old.holds,
+        "BIND-8: version 2 keeps the wording its seals attest: {}",
+        old.evidence
+    );
+    assert_eq!(as_v2.projection_version, 2);
+}
+
+#[test]
 fn a_control_request_off_the_strong_route_fails_replay() {
     // rule LINEAGE-8
     let mut w = ran(&["canary-1"], &[]);

@@ -10,7 +10,9 @@ use crate::schema::manifest::RunRole;
 use super::basis::CostBasis;
 use super::evidence::row_line;
 use super::Ctx;
-use crate::report::model::{Diagnostic, FailedCase, Failures, SkipLine, StopLine, TimeGap};
+use crate::report::model::{
+    Diagnostic, FailedCase, Failures, RefusedFileLine, SkipLine, StopLine, TimeGap,
+};
 use crate::report::numbers::duration_text;
 
 /// Section 11.
@@ -32,6 +34,19 @@ pub(super) fn failures(ctx: &Ctx<'_>) -> Failures {
         }),
         time_gaps: time_gaps(ctx),
         limitations: limitations(ctx),
+        refused_files: ctx
+            .opened_groups()
+            .flat_map(|group| {
+                group
+                    .verdict
+                    .refused_files
+                    .iter()
+                    .map(|file| RefusedFileLine {
+                        group: group.eval.name.clone(),
+                        file: file.clone(),
+                    })
+            })
+            .collect(),
     }
 }
 
@@ -109,6 +124,16 @@ fn why_failed(group: &GroupState, case: &CaseLine, skipped: &BTreeSet<CaseRef>) 
                 at.seq
             ));
         }
+    }
+    for refused in group
+        .refused_files
+        .iter()
+        .filter(|(_, f)| f.case.as_ref() == Some(&case.case))
+    {
+        why.push(format!(
+            "{} offered at seq {} was refused ({}: {})",
+            refused.1.path, refused.0.seq, refused.1.rule, refused.1.reason
+        ));
     }
     match case.status {
         CaseStatus::NotStarted => why.push("never started".into()),
