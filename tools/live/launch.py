@@ -20,6 +20,12 @@ frozen AWS selector in its environment and its output in the case's log.
    the task's success), so the row has no `request_id` and names its trial
    (`trial_name`), by which benchledger joins it to its case.
 
+Harbor runs at a lower CPU priority than its driver (`nice` +HARBOR_NICE):
+on a small machine c trials starting together (each imports LiteLLM, seconds
+of CPU) would otherwise starve `benchledger run`, which validates and
+launches a wave's cases one after the other and samples the sandboxes while
+they run; the wave would go out spread over tens of seconds.
+
 Exit status: Harbor's; 70 if Harbor succeeded but the outcome row could not
 be written. `run` ingests the trial's result and records this exit either way.
 """
@@ -33,6 +39,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+
+# How much nicer than its driver a trial runs (see the docstring).
+HARBOR_NICE = 5
 
 
 def log(msg: str) -> None:
@@ -72,8 +82,8 @@ def main() -> int:
     config = json.loads(Path(a.config).read_text())
     beside = Path(sys.executable).parent / "harbor"  # the venv this runs in
     argv = [str(beside) if beside.exists() else "harbor", "trial", "start", "-c", a.config]
-    log(" ".join(argv))
-    rc = subprocess.call(argv)
+    log(f"nice +{HARBOR_NICE}: " + " ".join(argv))
+    rc = subprocess.call(argv, preexec_fn=lambda: os.nice(HARBOR_NICE))
     log(f"harbor exited {rc}")
     result_path = Path(config["trials_dir"]) / config["trial_name"] / "result.json"
     if not result_path.is_file():

@@ -21,8 +21,10 @@
 #      identity, quota, residue, daemon health and the sentinels (through the
 #      preflight daemon); each case rendered, validated by the frozen
 #      validator and launched with the frozen command (tools/live/launch.py:
-#      `harbor trial start`, then the trial's outcome rows), its result
-#      ingested before the next; cleanup monitor samples; close; the frozen
+#      `harbor trial start`, then the trial's outcome rows), up to the frozen
+#      concurrency at once (4; BENCHLEDGER_LIVE_CONCURRENCY), a freed slot
+#      refilled behind fresh gates, each result ingested as it appears;
+#      cleanup monitor samples (peak printed per group); close; the frozen
 #      usage export from the group's open, receipt polls (SETTLE-8), traces,
 #      decisions, outcomes; cleanup audit; seal, its checkpoint signed with
 #      the operator's key. The daemon stops. After an
@@ -211,6 +213,13 @@ feedback() { # group (r1/r2): reward feedback on the policy database (LINEAGE-3)
   must feedback record "$g" --before "$before" --after "$after"
 }
 
+peak() { # group: the most run-tagged sandboxes one of its cleanup monitor samples saw
+  bl log | python3 -c 'import json,sys
+g=sys.argv[1]
+print(max((r["payload"]["sandbox_count"] for r in map(json.loads, sys.stdin)
+           if r["kind"].startswith("monitor_sampled") and r["payload"]["group"]["group"]==g), default="none"))' "$1"
+}
+
 group() { # name: the daemon, group open, then `benchledger run` to the seal
   local g="$1" t=$SECONDS url rc
   begin "$g"; GROUPS_RUN+=("$g")
@@ -248,7 +257,7 @@ group() { # name: the daemon, group open, then `benchledger run` to the seal
   bash "$HERE/daemon.sh" stop "$run" "$g" 2>>"$LOG"
   VERDICT[$g]="$(sed -n "s/^$g sealed: //p" "$run/groups/$g/run.out" | head -n 1)"
   VERDICT[$g]="${VERDICT[$g]:-not sealed (run exit $rc)}"
-  say "group $g sealed: ${VERDICT[$g]} ($((SECONDS - t)) s)"
+  say "group $g sealed: ${VERDICT[$g]} ($((SECONDS - t)) s; sandbox peak $(peak "$g") of concurrency $(J concurrency))"
   if [[ "${VERDICT[$g]}" != accepted ]]; then
     grep -v '^ *$' "$run/groups/$g/run.out" | sed 's/^/    /' | tee -a "$LOG" >&2
     say "group $g was not accepted: the lineage stops here"

@@ -11,7 +11,9 @@ Writes into DIR (nothing outside it):
                                          (canary-1, control, r1, r2) over the 8 scored
                                          tasks of tools/live/tasks (hello-file is the
                                          canary, one identity per slot), one trial
-                                         each, at BENCHLEDGER_LIVE_CONCURRENCY (1)
+                                         each, at BENCHLEDGER_LIVE_CONCURRENCY (4), each
+                                         loopback sandbox kept for at least
+                                         BENCHLEDGER_LIVE_MIN_INSTANCE_LIFE_SEC
   groups/<group>/bitrouter.yaml          the group's daemon config (from
                                          group-bitrouter.yaml.in) and its policy lock
   groups/<group>/policy-lock.yaml        (r1/r2: every request to economy; canary-1:
@@ -55,10 +57,17 @@ LAUNCH = "tools/live/launch.py"  # the frozen launch: one trial, then its outcom
 CANARY_TASK = "hello-file"
 # The lineage's concurrency. c > 1 needs an accepted canary of c cases that
 # ran at exactly c with an observed peak of c (GATE-9): canary-1 has
-# CONCURRENCY identities of the canary task, launched together. The loopback
-# trials are so short (a few seconds of sandbox each) that 4 rarely overlap
-# in a monitor sample, so the default stays 1 (issue 27, item 8).
-CONCURRENCY = int(os.environ.get("BENCHLEDGER_LIVE_CONCURRENCY", "1"))
+# CONCURRENCY identities of the canary task, launched together.
+CONCURRENCY = int(os.environ.get("BENCHLEDGER_LIVE_CONCURRENCY", "4"))
+# The loopback sandbox's minimum life (environment kwarg
+# `min_instance_life_sec`, frozen in [launch.environment_kwargs]): a loopback
+# trial's moto instance lives a few seconds, a real one 5-30 minutes; with
+# c > 1 each instance is kept until it has lived this long, so that c
+# trials launched together are alive at once for several of `run`'s cleanup
+# monitor samples (tools/live/README.md, "Design of the lineage"). At c = 1
+# nothing needs to overlap: 0.
+MIN_INSTANCE_LIFE_SEC = int(os.environ.get("BENCHLEDGER_LIVE_MIN_INSTANCE_LIFE_SEC",
+                                           "45" if CONCURRENCY > 1 else "0"))
 SCORED_TASKS = ["json-config", "fizzbuzz-script", "sorted-words", "sum-numbers",
                 "greet-script", "python-square", "uppercase-files", "word-count"]
 GROUPS = ["canary-1", "control", "r1", "r2"]
@@ -397,6 +406,7 @@ def main() -> int:
     w(f"aws_endpoint_url = {q(moto_url)}")
     w(f"region = {q(REGION)}")
     w(f"instance_type = {q(SANDBOX_TYPE)}")
+    w(f"min_instance_life_sec = {MIN_INSTANCE_LIFE_SEC}")
     w("\n[launch.agent_kwargs]")
     w(f"max_turns = {args.max_turns}")
     w("suppress_max_turns_warning = true")
@@ -440,6 +450,7 @@ def main() -> int:
         "tasks": {"canary": {"group": "canary-1", "task": CANARY_TASK,
                             "trials": [f"c{i}" for i in range(1, CONCURRENCY + 1)]},
                   "scored": SCORED_TASKS}, "concurrency": CONCURRENCY,
+        "min_instance_life_sec": MIN_INSTANCE_LIFE_SEC,
         "task_checksums": checksums, "validator_blake3": validator_blake3,
     }
     (run / "live.json").write_text(json.dumps(live, indent=2) + "\n")

@@ -20,17 +20,30 @@ launched in start() before the sandbox and terminated in stop() after it.
 Commands run through a `SandboxTransport`: `LocalChrootTransport` (kwarg
 `transport: "local-chroot"`, the default) or the untested `SsmTransport`
 (`transport: "ssm"`, real AWS only).
+
+`min_instance_life_sec` (loopback only, default 0): stop() keeps the sandbox
+(its chroot and its moto instance) until the instance has lived at least
+that long, counted from the launch call, then tears it down as before. A
+real sandbox lives 5-30 minutes; a loopback trial's a few seconds, too short
+for `benchledger run`'s cleanup monitor (one sample every few seconds) to see
+c of them at once. The hold is part of the trial (Harbor writes the result
+and the launch exits only after stop() returns), so the run-tagged instance
+never outlives its case. The evidence file (`<sandbox_root>/<session>.instance.json`)
+records the launch, the hold and the termination (UTC, seconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import datetime as dt
 import io
 import json
 import os
 import shlex
 import tarfile
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 
 from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_filter
@@ -41,6 +54,10 @@ from .ec2 import Ec2Settings, Ec2TrialInstance
 from .transport import LocalChrootTransport, SandboxTransport
 
 ENV_TYPE = "benchledger-live"
+
+
+def _utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 DEFAULT_SANDBOX_ROOT = Path(__file__).resolve().parents[2] / ".run" / "live" / "sandboxes"
 
 
@@ -65,6 +82,7 @@ class LiveSandboxEnvironment(BaseEnvironment):
         security_group_ids: list[str] | None = None,
         tags: dict[str, str] | None = None,
         keep_sandbox: bool = False,
+        min_instance_life_sec: float = 0,
         **kwargs,
     ):
         root = Path(sandbox_root or os.environ.get("BENCHLEDGER_LIVE_SANDBOX_ROOT") or DEFAULT_SANDBOX_ROOT)
@@ -80,6 +98,15 @@ class LiveSandboxEnvironment(BaseEnvironment):
                              "or set BENCHLEDGER_AWS_ENDPOINT_URL")
         if self._launch_instance and not self._tags:
             raise ValueError("launch_instance needs the run/role/case/trial tags in environment kwargs 'tags'")
+        self._min_life_sec = float(min_instance_life_sec)
+        if not 0 <= self._min_life_sec <= 3600:
+            raise ValueError(f"min_instance_life_sec must be 0 to 3600, got {min_instance_life_sec!r}")
+        if self._min_life_sec and not (self._launch_instance and endpoint and not aws_profile):
+            # A real sandbox needs no help to be seen, and a hold would cost money.
+            raise ValueError("min_instance_life_sec is for the loopback sandbox only "
+                             "(launch_instance on moto: aws_endpoint_url, no aws_profile)")
+        self._launch_t: float | None = None  # time.monotonic() at the launch call
+        self._times: dict[str, object] = {}
         self._instance = Ec2TrialInstance(Ec2Settings(
             region=region, ami_id=ami_id, instance_type=instance_type, tags=self._tags,
             endpoint_url=endpoint, aws_profile=aws_profile, subnet_id=subnet_id,
@@ -135,23 +162,48 @@ class LiveSandboxEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         if self._launch_instance:
+            self._launch_t = time.monotonic()
+            self._times["launch_called_at"] = _utc()
             instance_id = await self._instance.launch()
+            self._times["running_at"] = _utc()
+            self._times["running_after_sec"] = round(time.monotonic() - self._launch_t, 3)
             self.logger.info(f"launched EC2 instance {instance_id} with tags {self._tags}")
         await self._transport.start()
         self._write_evidence(instance=self._instance.describe_sync() if self._launch_instance else None,
-                             phase="started")
+                             phase="started", times=self._times, min_instance_life_sec=self._min_life_sec)
+
+    async def _hold(self) -> None:
+        """Keep the loopback instance until it has lived `min_instance_life_sec`."""
+        if not self._min_life_sec or self._launch_t is None:
+            return
+        left = self._min_life_sec - (time.monotonic() - self._launch_t)
+        self._times["held_sec"] = round(max(left, 0.0), 3)
+        if left > 0:
+            self.logger.info(f"holding EC2 instance {self._instance.instance_id} {left:.1f} s more "
+                             f"(min_instance_life_sec {self._min_life_sec:g})")
+            await asyncio.sleep(left)
 
     async def stop(self, delete: bool):
-        error = None
+        error: BaseException | None = None
+        if self._launch_instance and self._instance.instance_id:
+            try:
+                await self._hold()  # the whole sandbox (chroot and instance) lives its minimum life
+            except (Exception, asyncio.CancelledError) as exc:  # still tear it all down
+                error = exc
         try:
             await self._transport.stop(delete=delete and not self._keep_sandbox)
         except Exception as exc:  # still terminate the instance
-            error = exc
+            error = error or exc
         if self._launch_instance and self._instance.instance_id:
+            self._times["terminate_called_at"] = _utc()
             await self._instance.terminate()
+            self._times["terminated_at"] = _utc()
+            if self._launch_t is not None:
+                self._times["life_sec"] = round(time.monotonic() - self._launch_t, 3)
             self.logger.info(f"terminated EC2 instance {self._instance.instance_id}")
             self._write_evidence(instance=self._instance.describe_sync(), phase="stopped",
-                                 sandbox_deleted=delete and not self._keep_sandbox)
+                                 sandbox_deleted=delete and not self._keep_sandbox, times=self._times,
+                                 min_instance_life_sec=self._min_life_sec)
         if error is not None:
             raise error
 
