@@ -283,6 +283,13 @@ mod tests {
         assert!(done, "the witness returns once its child has ended");
     }
 
+    /// Polls an ended child (its witness has looked) to its end.
+    fn ended(child: &mut Child, w: &mut ExitWitness) -> Ended {
+        poll_bounded(child, Instant::now(), Duration::from_secs(60), Some(w))
+            .unwrap()
+            .expect("it ended")
+    }
+
     #[test]
     fn the_exit_witness_sees_a_result_written_before_the_exit_and_not_one_written_after() {
         let dir = tempfile::tempdir().unwrap();
@@ -292,14 +299,7 @@ mod tests {
         let mut child = spawn(&script);
         let mut w = ExitWitness::watch(child.id(), file.clone());
         witness_done(&w);
-        let e = poll_bounded(
-            &mut child,
-            Instant::now(),
-            Duration::from_secs(60),
-            Some(&mut w),
-        )
-        .unwrap()
-        .expect("it ended");
+        let e = ended(&mut child, &mut w);
         assert_eq!(e.file_at_end, Some(true), "rule RUN-5: there at the end");
         std::fs::remove_file(&file).unwrap();
         // Written after the command ended, before the driver looked: the
@@ -308,14 +308,7 @@ mod tests {
         let mut w = ExitWitness::watch(child.id(), file.clone());
         witness_done(&w);
         std::fs::write(&file, "{}").unwrap();
-        let e = poll_bounded(
-            &mut child,
-            Instant::now(),
-            Duration::from_secs(60),
-            Some(&mut w),
-        )
-        .unwrap()
-        .expect("it ended");
+        let e = ended(&mut child, &mut w);
         assert_eq!(e.file_at_end, Some(false), "rule RUN-5: late is late");
         // Killed at its deadline: the witness looks at the kill.
         let mut child = spawn("sleep 30");
