@@ -244,6 +244,24 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The size and BLAKE3 of a regular file of at most `max` bytes, streamed
+/// through [`open_regular`] (nothing kept; a FIFO or a device refused at
+/// once, a file that grows past the bound while read refused).
+pub fn blake3_regular(path: &std::path::Path, max: u64) -> Result<(u64, String)> {
+    use std::io::Read;
+    let (file, _) = open_regular(path, max)?;
+    let mut h = blake3::Hasher::new();
+    let bytes = std::io::copy(&mut file.take(max.saturating_add(1)), &mut h)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    if bytes > max {
+        return Err(Error::input(format!(
+            "{}: grew past the limit of {max} bytes for this file while being read",
+            path.display()
+        )));
+    }
+    Ok((bytes, h.finalize().to_hex().to_string()))
+}
+
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -122,3 +122,8 @@ pub const READ_COPY_BYTES_MAX: u64 = 64 * 1024 * 1024 * 1024;
 /// Deepest directory level a read copy walks below the ledger directory
 /// (`sled/blobs/` is level 2).
 pub const READ_COPY_DEPTH_MAX: usize = 4;
+
+/// Longest unknown lineage or group name an error message echoes, in
+/// bytes: a longer one (or one with other than letters, digits, `.`, `_`,
+/// `-`) is described by its length only (`schema::secrets::echo_name`).
+pub const ECHOED_NAME_BYTES_MAX: usize = 64;

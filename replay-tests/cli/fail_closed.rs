@@ -147,6 +147,104 @@ fn check_binary_and_check_config_refuse_a_fifo_or_a_device_at_once() {
 }
 
 #[test]
+fn the_frozen_validator_program_as_a_fifo_or_a_device_is_refused_at_once() {
+    // Issue 29 item 12 (left from the bad-input run): `check config` hashed
+    // the frozen validator program (BIND-7) with an unbounded read of
+    // whatever the path held; a FIFO there blocked it for good.
+    let h = super::cases::ready_harness(1);
+    let cfg = h.path("c3.json");
+    let cfg = cfg.to_str().unwrap();
+    h.ok(&[
+        "case",
+        "render-config",
+        "canary-1",
+        "hello-world/c3",
+        "-o",
+        cfg,
+    ]);
+    h.stand_in_validator(0);
+    let program = h.path("tools/harbor/validate_trial_config.py");
+    std::fs::remove_file(&program).unwrap();
+    mkfifo(&program);
+    let before = h.head_bytes();
+    let r = run_within(&h, &["check", "config", "--config", cfg], 10);
+    assert_eq!(r.code, 3, "BIND-7: {}", r.stderr);
+    assert!(
+        r.stderr.contains("BIND-7")
+            && r.stderr.contains("a FIFO")
+            && r.stderr.contains("validate_trial_config.py"),
+        "names the rule, the program and what it is: {}",
+        r.stderr
+    );
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
+fn run_checks_the_private_manifest_it_is_given_even_to_plan() {
+    // Issue 29 (left from the bad-input run): `run --plan --private FILE`
+    // never read FILE, so a device, a FIFO or another lineage's private
+    // manifest passed unremarked. It is read within its bound and checked
+    // against the frozen commitments first (FREEZE-2), in every build.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let fifo = h.path("pipe");
+    mkfifo(&fifo);
+    let fifo = fifo.display().to_string();
+    for (input, kind) in [
+        (fifo.as_str(), "a FIFO"),
+        ("/dev/zero", "a character device"),
+    ] {
+        let r = run_within(&h, &["run", "canary-1", "--plan", "--private", input], 10);
+        assert_eq!(r.code, 2, "{input}: {}", r.stderr);
+        assert!(r.stderr.contains(kind), "{input}: {}", r.stderr);
+    }
+    let other = h.path("other.private.toml");
+    std::fs::write(&other, "commitment_key = \"00\"\n").unwrap();
+    let other = other.display().to_string();
+    let r = run_within(&h, &["run", "canary-1", "--plan", "--private", &other], 10);
+    assert_ne!(r.code, 0, "another private manifest: {}", r.stderr);
+    assert!(
+        r.stderr.contains("other.private.toml"),
+        "names the file: {}",
+        r.stderr
+    );
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
+fn an_unknown_lineage_or_group_never_echoes_part_of_a_secret() {
+    // Issue 29 items 6 and 17 (left from the bad-input run): `group close
+    // secret=<40-char AWS secret>` split the argument at its first `/` and
+    // echoed the first 20 characters as an unknown lineage: too short for
+    // the credential scanner, still a leak. An unknown name that is not a
+    // plain one is described by its length only.
+    let h = super::bad_inputs::setup("frozen");
+    let before = h.head_bytes();
+    let secret = ["wJalrXUtnFEMI", "K7MDENG", "bPxRfiCYEXAMPLEKEY"].join("/");
+    for spec in [format!("secret={secret}"), format!("lin/{secret}")] {
+        for args in [
+            vec!["group", "close", spec.as_str()],
+            vec!["run", spec.as_str(), "--plan"],
+            vec!["gate", spec.as_str()],
+        ] {
+            let r = h.run(&args);
+            assert!(matches!(r.code, 2 | 3), "{args:?}: {}", r.stderr);
+            for part in secret.split('/') {
+                assert!(
+                    !r.stderr.contains(part) && !r.stdout.contains(part),
+                    "{args:?} echoes {part:?}: {}",
+                    r.stderr
+                );
+            }
+            if spec.starts_with("secret=") {
+                assert!(r.stderr.contains("redacted"), "{args:?}: {}", r.stderr);
+            }
+        }
+    }
+    assert_eq!(h.head_bytes(), before, "a refusal appends nothing");
+}
+
+#[test]
 fn an_error_naming_a_path_with_escape_codes_shows_them_inert() {
     // rule BIND-10, found by the bad-input run: an error message quoting a
     // path (a missing file, a key, a manifest) wrote its escape codes and

@@ -394,6 +394,13 @@ fn forged_untrusted_or_foreign_checkpoints_exit_1_on_every_verb() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let r = other_ledger.run(&args);
         assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        // Issue 29 item 17: the note does not hold against this ledger; the
+        // ledger itself is not damaged, and is not called so.
+        assert!(
+            !r.stderr.contains("ledger damage"),
+            "{args:?}: a foreign note is not damage: {}",
+            r.stderr
+        );
     }
     // Unchanged, the note still holds everywhere it should.
     for args in verbs("c1.note", "@op.vkey") {

@@ -166,20 +166,10 @@ pub(crate) fn parse_case(s: &str) -> Result<CaseRef, BadUsage> {
 /// The size and BLAKE3 of a regular file of at most
 /// `HASHED_FILE_BYTES_MAX` bytes, streamed.
 pub(crate) fn blake3_file(path: &Path) -> anyhow::Result<(u64, String)> {
-    use std::io::Read;
-    let max = crate::limits::HASHED_FILE_BYTES_MAX;
-    let (file, _) = crate::error::open_regular(path, max)?;
-    let mut h = blake3::Hasher::new();
-    let bytes = std::io::copy(&mut file.take(max + 1), &mut h)
-        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-    if bytes > max {
-        return Err(Error::input(format!(
-            "{}: grew past the limit of {max} bytes while being read",
-            path.display()
-        ))
-        .into());
-    }
-    Ok((bytes, h.finalize().to_hex().to_string()))
+    Ok(crate::error::blake3_regular(
+        path,
+        crate::limits::HASHED_FILE_BYTES_MAX,
+    )?)
 }
 
 pub(crate) fn hash_file(path: impl AsRef<Path>) -> anyhow::Result<(String, String)> {

@@ -229,16 +229,15 @@ fn record<'p>(
 ) -> anyhow::Result<()> {
     let mut drafts = Vec::new();
     for path in paths {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        let (bytes, blake3) = crate::cli::common::blake3_file(path)?;
         drafts.push(Draft {
             actor: cli.actor.clone(),
             event: Event::ArtifactRecorded(ArtifactRecorded {
                 group: Some(group.clone()),
                 role: role.into(),
                 path: path.display().to_string(),
-                bytes: bytes.len() as u64,
-                blake3: blake3::hash(&bytes).to_hex().to_string(),
+                bytes,
+                blake3,
             }),
             idempotency_key: None,
         });

@@ -191,6 +191,13 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         .transpose()?;
     let mut fold = Fold::new(&cli.ledger, wait, None)?;
     let l = fold.state.lineage(lineage.as_deref())?;
+    // The private manifest, given, is checked against the frozen
+    // commitments before anything runs or is planned, in every build (issue
+    // 29: `run --plan --private FILE` never read it).
+    if let Some(p) = &a.private {
+        let text = crate::cli::common::read_text(p)?;
+        crate::method::freeze::check_private(&l.frozen.manifest, &text, &p.display().to_string())?;
+    }
     let gref = group_ref(l, &group);
     let job = job_dir(l, &group);
     fold.set_group(&cli.ledger, wait, gref.clone())?;

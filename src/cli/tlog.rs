@@ -240,6 +240,13 @@ fn check_failed(msg: String) -> anyhow::Error {
     Error::Damage(msg).into()
 }
 
+/// A checkpoint note given to the ledger does not hold against it (another
+/// log, a larger tree, another root): exit 1, but not called damage of this
+/// ledger (issue 29 item 17).
+fn not_held(msg: String) -> anyhow::Error {
+    Error::NotHeld(msg).into()
+}
+
 /// `checkpoint sign | verify`.
 pub(crate) fn run_checkpoint(
     cli: &Cli,
@@ -387,14 +394,14 @@ fn run_verify_note(
         let v = open_checkpoint(&note, &logs, &witnesses, &derived.origin)?;
         let size = v.checkpoint.size();
         if size > derived.size() {
-            return Err(check_failed(format!(
+            return Err(not_held(format!(
                 "the checkpoint covers {size} records, this ledger has {}",
                 derived.size()
             )));
         }
         let root = tree_root(&derived.nodes, size).map_err(|e| Error::input(e.to_string()))?;
         if root != *v.checkpoint.root() {
-            return Err(check_failed(format!(
+            return Err(not_held(format!(
                 "this ledger's root at size {size} is {}, the checkpoint's is {}: run verify --against",
                 hex::encode(root),
                 hex::encode(v.checkpoint.root())
@@ -451,7 +458,7 @@ fn from_nodes<T>(
     }
     drop(nodes);
     let nodes = tree::derive(ledger)?.install(ledger.dir())?;
-    make(&nodes)?.map_err(check_failed)
+    make(&nodes)?.map_err(not_held)
 }
 
 /// Whether `nodes` has the checkpoint's root at its size.
@@ -502,7 +509,7 @@ fn check_signed(
 fn check_origin(ledger: &Ledger, cp: &Checkpoint) -> anyhow::Result<()> {
     let origin = tree::ledger_origin(ledger)?;
     if cp.origin() != origin {
-        return Err(check_failed(format!(
+        return Err(not_held(format!(
             "the checkpoint names the log {:?}, this ledger is {origin:?}",
             cp.origin()
         )));

@@ -546,16 +546,17 @@ pub fn frozen_validator_argv(
     config: &Path,
 ) -> Result<Vec<String>, ValidationRefused> {
     let program = Path::new(&v.program);
-    let bytes = std::fs::read(program).map_err(|e| {
-        ValidationRefused::Rule(
-            Rule::Bind7,
-            format!(
-                "cannot read the frozen validator program {}: {e}",
-                v.program
-            ),
-        )
-    })?;
-    let got = hex::encode(blake3::hash(&bytes).as_bytes());
+    let got = crate::error::blake3_regular(program, crate::limits::HASHED_FILE_BYTES_MAX)
+        .map_err(|e| {
+            ValidationRefused::Rule(
+                Rule::Bind7,
+                format!(
+                    "cannot read the frozen validator program {}: {e}",
+                    v.program
+                ),
+            )
+        })?
+        .1;
     if got != v.program_blake3 {
         return Err(ValidationRefused::Rule(
             Rule::Bind7,

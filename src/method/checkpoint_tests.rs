@@ -395,9 +395,43 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            7,
-            "6f83cb8a0444371b2b65eaccb39e254fbc8c1e390a42e30ded33702ec921f11c".to_string()
+            8,
+            "402089603b41b46dbfc5b5217fe5fa85eee1fc8abb84cce39a2d24e92887ca00".to_string()
         ),
         "state layout changed"
     );
+}
+
+#[test]
+fn the_kept_spend_equals_a_fresh_settlement_at_every_point_of_every_recorded_lineage() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    names.sort();
+    let mut charged = 0;
+    for p in names {
+        let name = p.file_stem().unwrap().to_str().unwrap().to_string();
+        let (_t, ledger) = imported(&name);
+        let head = ledger.head().unwrap().seq;
+        for seq in [head / 4, head / 2, head * 3 / 4, head - 1, head] {
+            let state = replay_until(&ledger, State::default(), seq).unwrap();
+            for l in state.lineages.values() {
+                let m = &l.frozen.manifest.public;
+                for (group, g) in &l.groups {
+                    // SETTLE-6, RUN-7: the figure kept by the fold is the
+                    // figure a settlement of the whole group gives.
+                    assert!(
+                        g.spend.matches_settlement(m, g),
+                        "{name} at seq {seq}: {group} kept {}",
+                        g.spend.total_micro_usd()
+                    );
+                    charged += u32::from(g.spend.total_micro_usd() > 0);
+                }
+            }
+        }
+    }
+    assert!(charged > 0, "no recorded lineage has a charge to keep");
 }

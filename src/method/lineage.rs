@@ -34,6 +34,16 @@ pub fn group_identities(l: &LineageState, group: &str) -> Vec<CaseRef> {
     }
 }
 
+/// How many identities `group_identities` gives, without building them.
+pub fn identity_count(l: &LineageState, group: &str) -> u64 {
+    let c = &l.frozen.manifest.public.cases;
+    if is_non_evaluation(group) {
+        c.canaries.iter().filter(|k| k.group == group).count() as u64
+    } else {
+        (c.tasks.len() as u64).saturating_mul(c.trials.len() as u64)
+    }
+}
+
 /// Whether a case identity (any replacement) belongs to a group's frozen
 /// manifest (CASE-8).
 pub fn in_manifest(l: &LineageState, group: &str, case: &CaseRef) -> bool {

@@ -157,6 +157,55 @@ pub struct GroupState {
     /// Evidence files offered to the group and refused by a rule, kept
     /// without their content (BIND-12).
     pub refused_files: Vec<(At, EvidenceRefused)>,
+    /// Each request's charge on the series the spend limit counts, kept as
+    /// its evidence arrives (SETTLE-6, RUN-7).
+    pub spend: SpendState,
+}
+
+/// The group's spend on the actual and notional series (SETTLE-6's figure):
+/// each request's charge as `settle_request` gives it, refreshed whenever a
+/// record touches the request, so the driver's spend check per step costs
+/// O(groups), not O(requests) (RUN-7). Equal to the sum over a fresh
+/// `verdict::settlement` by construction; `matches_settlement` checks it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SpendState {
+    charges: BTreeMap<Sym, u64>,
+    total: u128,
+}
+
+impl SpendState {
+    /// The group's spend, micro-USD (saturating at `u64::MAX`, as the
+    /// settlement's own sums do).
+    pub fn total_micro_usd(&self) -> u64 {
+        u64::try_from(self.total).unwrap_or(u64::MAX)
+    }
+
+    /// Records `id`'s current counted charge (`None`: not counted).
+    fn set(&mut self, id: &Sym, charge: Option<u64>) {
+        let old = match charge {
+            Some(c) => self.charges.insert(id.clone(), c),
+            None => self.charges.remove(id.as_ref()),
+        };
+        let kept = self
+            .total
+            .checked_sub(u128::from(old.unwrap_or(0)))
+            .expect("the total holds every kept charge");
+        self.total = kept + u128::from(charge.unwrap_or(0));
+    }
+
+    /// Whether the kept figure equals a fresh settlement of `g` under `m`.
+    pub fn matches_settlement(
+        &self,
+        m: &crate::schema::manifest::ManifestFile,
+        g: &GroupState,
+    ) -> bool {
+        let fresh = crate::method::verdict::settlement(m, g)
+            .series_micro_usd
+            .into_iter()
+            .filter(|(s, _)| s.counts_toward_spend())
+            .fold(0u64, |a, (_, v)| a.saturating_add(v));
+        fresh == self.total_micro_usd()
+    }
 }
 
 /// A trace as the join needs it.
@@ -940,11 +989,31 @@ impl State {
         }
     }
 
+    /// Applies `f` to the request's evidence, then refreshes its counted
+    /// charge in the group's spend (SETTLE-6, RUN-7).
     fn request(&mut self, lineage: &str, group: &str, id: &str, f: impl FnOnce(&mut RequestState)) {
-        self.group(lineage, group, |g| match g.requests.get_mut(id) {
-            Some(r) => f(r),
-            None => f(g.requests.entry(Sym::from(id)).or_default()),
-        });
+        let Some(l) = self.lineages.get_mut(lineage) else {
+            return;
+        };
+        let m = &l.frozen.manifest.public;
+        let g = l.groups.entry(group.to_string()).or_default();
+        let (key, r) = match g.requests.get_key_value(id) {
+            Some((k, _)) => {
+                let k = k.clone();
+                let r = g.requests.get_mut(id).expect("the key was just found");
+                (k, r)
+            }
+            None => {
+                let k = Sym::from(id);
+                (k.clone(), g.requests.entry(k).or_default())
+            }
+        };
+        f(r);
+        let s = crate::method::verdict::settle_request(m, id, r);
+        let counted = s
+            .charge_micro_usd
+            .filter(|_| s.series.counts_toward_spend());
+        g.spend.set(&key, counted);
     }
 
     /// The request map's own key for `id` when the group has one (no copy),
@@ -974,7 +1043,8 @@ impl State {
         match label {
             Some(l) => self.lineages.get(l).ok_or_else(|| {
                 Error::input(format!(
-                    "no frozen lineage {l:?} in this ledger (frozen: {:?})",
+                    "no frozen lineage {} in this ledger (frozen: {:?})",
+                    crate::schema::secrets::echo_name(l),
                     self.lineages.keys().collect::<Vec<_>>()
                 ))
             }),

@@ -110,6 +110,23 @@ pub fn withhold(message: &str) -> String {
     }
 }
 
+/// A name the user typed, safe to echo in an error about it (an unknown
+/// lineage or group): quoted when it is a plain name (letters, digits,
+/// `.`, `_`, `-`, at most `ECHOED_NAME_BYTES_MAX` bytes), else described
+/// by length only. A name split from a longer argument (`LINEAGE/GROUP`)
+/// may hold part of a credential too short for `scan` to know (issue 29).
+pub fn echo_name(name: &str) -> String {
+    let plain = name.len() <= crate::limits::ECHOED_NAME_BYTES_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if plain {
+        format!("{name:?}")
+    } else {
+        describe_redacted(name)
+    }
+}
+
 /// A value's redacted echo that is safe to print in an error: length and
 /// shape only, never the value.
 pub fn describe_redacted(text: &str) -> String {

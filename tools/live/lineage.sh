@@ -77,23 +77,10 @@ if [[ ! -x "$BL_AWS" ]] || ! has_aws "$BL_AWS"; then
   exit 1
 fi
 # bro: BENCHLEDGER_LIVE_BRO, else target/live-tools/bin/bro, built from the
-# crate registry when missing: the pinned version with cargo's dev profile
-# without debug info (6m32s cold on 2 cores here, against 14-34 min for the
-# release profile; the same source and features, unoptimized, which a
-# loopback lineage of a few dozen requests does not notice).
-# BRO_PROFILE=release builds the release profile instead.
+# crate registry when missing (tools/live/build-bro.sh).
 export BENCHLEDGER_LIVE_BRO="${BENCHLEDGER_LIVE_BRO:-$REPO/target/live-tools/bin/bro}"
 if [[ ! -x "$BENCHLEDGER_LIVE_BRO" ]]; then
-  root="$(dirname "$(dirname "$BENCHLEDGER_LIVE_BRO")")"
-  profile=(--debug)
-  [[ "${BRO_PROFILE:-dev}" == release ]] && profile=()
-  echo "live/lineage: building bro 1.0.0-alpha.35 (${BRO_PROFILE:-dev} profile) into $root" >&2
-  t_bro=$SECONDS
-  CARGO_TARGET_DIR="${BRO_BUILD_DIR:-$REPO/target/bro-build}" CARGO_PROFILE_DEV_DEBUG=0 nice -n 5 \
-    cargo install bitrouter --version =1.0.0-alpha.35 --no-default-features --features core --locked \
-    "${profile[@]}" --root "$root" >&2 \
-    || { echo "live/lineage: the bro build failed" >&2; exit 1; }
-  echo "live/lineage: bro built in $((SECONDS - t_bro)) s" >&2
+  nice -n 5 bash "$HERE/build-bro.sh" || { echo "live/lineage: the bro build failed" >&2; exit 1; }
 fi
 run="${run:-$REPO/tools/.run/live/lineage-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$run"

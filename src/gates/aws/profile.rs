@@ -43,20 +43,15 @@ fn read_profile_file(path: &Option<PathBuf>) -> Result<String> {
     let Some(path) = path else {
         return Ok(String::new());
     };
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(Error::input(format!("cannot read {}: {e}", path.display()))),
-        Ok(m) if m.len() > PROFILE_FILE_BYTES_MAX as u64 => {
-            return Err(Error::input(format!(
-                "{}: {} bytes, over the limit of {PROFILE_FILE_BYTES_MAX}",
-                path.display(),
-                m.len()
-            )))
+    // A missing file is an empty one (as the SDK reads it); anything else
+    // is read through the bounded reader: a FIFO or a device is refused at
+    // once, never read.
+    if let Err(e) = std::fs::metadata(path) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return Ok(String::new());
         }
-        Ok(_) => {}
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::error::read_regular(path, PROFILE_FILE_BYTES_MAX as u64)?;
     String::from_utf8(bytes).map_err(|_| Error::input(format!("{}: not utf-8", path.display())))
 }
 

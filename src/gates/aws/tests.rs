@@ -143,7 +143,41 @@ fn profile_file_bound_is_exact() {
         credentials: None,
     };
     let e = resolve_profile("x", &files).unwrap_err();
-    assert!(e.to_string().contains("over the limit"), "{e}");
+    assert!(e.to_string().contains("longer than the limit"), "{e}");
+}
+
+#[test]
+fn a_profile_file_that_is_a_fifo_is_refused_at_once() {
+    // Issue 29 item 12: the AWS config and credentials files are read only
+    // when regular (GATE-1's profile never waits on a FIFO or reads a
+    // device without end); the read runs on a thread so a regression fails
+    // here instead of hanging.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("config");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for config in [fifo, std::path::PathBuf::from("/dev/zero")] {
+        let files = ProfileFiles {
+            config: Some(config.clone()),
+            credentials: None,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(resolve_profile("x", &files).map_err(|e| e.to_string()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{} still being read after 10 s", config.display()));
+        let e = got.unwrap_err();
+        assert!(
+            e.contains("not a regular file"),
+            "{}: {e}",
+            config.display()
+        );
+    }
 }
 
 fn closed_port() -> u16 {

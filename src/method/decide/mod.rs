@@ -73,7 +73,8 @@ fn manifest_group<'a>(l: &'a LineageState, group: &str) -> Result<&'a Group> {
             refuse(
                 Rule::Lineage1,
                 format!(
-                    "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                    "group {} is not in the frozen target list {:?} of lineage {:?}",
+                    crate::schema::secrets::echo_name(group),
                     l.frozen.manifest.public.group_names(),
                     l.frozen.lineage
                 ),

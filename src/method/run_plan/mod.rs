@@ -38,7 +38,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::method::lineage::earlier_groups_done;
 use crate::method::projections::{CaseStatus, GroupState, LineageState, State};
-use crate::method::verdict::{self, Series, SettlementState};
+use crate::method::verdict::{self, SettlementState};
 use crate::schema::events::{CaseRef, Event, InvalidReason, LineageStopped};
 use crate::schema::names::trial_name;
 use crate::schema::plan::Plan;
@@ -271,52 +271,32 @@ pub fn lease_cover_sec(l: &LineageState, step: &Step) -> u64 {
 }
 
 /// The lineage's spend so far over the actual and notional series (the
-/// safety limit's figure, SETTLE-6).
+/// safety limit's figure, SETTLE-6): the groups' kept spend, O(groups).
 pub fn lineage_spend(l: &LineageState) -> u64 {
-    let m = &l.frozen.manifest.public;
     l.groups
         .values()
-        .flat_map(|g| {
-            verdict::settlement(m, g)
-                .series_micro_usd
-                .into_iter()
-                .filter(|(s, _)| matches!(s, Series::Actual | Series::Notional))
-                .map(|(_, v)| v)
-        })
+        .map(|g| g.spend.total_micro_usd())
         .fold(0u64, u64::saturating_add)
 }
 
 fn counts(l: &LineageState, group: &str, g: Option<&GroupState>) -> CaseCounts {
     let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
-    let ids = crate::method::lineage::group_identities(l, group);
     let mut out = CaseCounts {
-        total: ids.len() as u64,
+        total: crate::method::lineage::identity_count(l, group),
         ..CaseCounts::default()
     };
-    for case in &ids {
-        let status = g
-            .and_then(|g| g.cases.get(case))
-            .map_or(CaseStatus::NotStarted, |c| c.status(accepted));
-        match status {
-            CaseStatus::NotStarted => out.left += 1,
-            CaseStatus::Started => out.running += 1,
-            _ => out.done += 1,
-        }
-    }
-    // Replacements (CASE-6) are extra identities.
-    for c in g
-        .iter()
-        .flat_map(|g| g.cases.iter())
-        .filter(|(k, _)| k.replacement > 0)
-        .map(|(_, c)| c)
-    {
-        out.total += 1;
+    // Only recorded cases can have started (CASE-8 keeps them to the frozen
+    // identities; replacements, CASE-6, are extra identities): a walk over
+    // what the log holds, not over every identity.
+    for (k, c) in g.iter().flat_map(|g| g.cases.iter()) {
+        out.total += u64::from(k.replacement > 0);
         match c.status(accepted) {
-            CaseStatus::NotStarted => out.left += 1,
+            CaseStatus::NotStarted => {}
             CaseStatus::Started => out.running += 1,
             _ => out.done += 1,
         }
     }
+    out.left = out.total.saturating_sub(out.running + out.done);
     out
 }
 
@@ -377,7 +357,8 @@ pub fn next_step(
         return Err(Error::Refused {
             rule: Rule::Lineage1,
             message: format!(
-                "group {group:?} is not in the frozen target list {:?} of lineage {:?}",
+                "group {} is not in the frozen target list {:?} of lineage {:?}",
+                crate::schema::secrets::echo_name(group),
                 m.group_names(),
                 l.frozen.lineage
             ),
@@ -424,7 +405,12 @@ fn step(state: &State, l: &LineageState, plan: &Plan, group: &str, f: &Facts<'_>
             // RUN-1: a freed slot is refilled while the others still run;
             // only the gates, a launch or a hard stop take the place of the
             // wait.
-            let next = launch_step(state, l, group, f)?;
+            let next = match refill_blocked(l, group, f) {
+                true => Step::Blocked {
+                    reason: String::new(),
+                },
+                false => launch_step(state, l, group, f)?,
+            };
             if matches!(
                 next,
                 Step::TakeGates { .. } | Step::Launch { .. } | Step::Stop { .. }
@@ -580,6 +566,45 @@ fn started_cases_step(
     None
 }
 
+/// While cases run, whether `launch_step` could only say wait: no slot is
+/// free and the spend is under its stop, so it would close, block or wait
+/// (all of which keep the wait). Cheap: the walk over every identity that
+/// `launch_step` begins with is not needed on a tick that cannot launch.
+fn refill_blocked(l: &LineageState, group: &str, f: &Facts<'_>) -> bool {
+    let m = &l.frozen.manifest.public;
+    let spend_stop = lineage_spend(l) > m.limits.spend_stop_micro_usd;
+    !spend_stop && l.stopped.is_none() && launch_slots(l, group, f).1 == 0
+}
+
+/// The slots in use (every group's started, non-terminal cases, plus this
+/// driver's launches whose case already ended: CASE-7) and those free.
+fn launch_slots(l: &LineageState, group: &str, f: &Facts<'_>) -> (usize, usize) {
+    let m = &l.frozen.manifest.public;
+    let accepted = &m.harbor.accepted_exceptions;
+    // A case whose result is in while its launched process still runs
+    // (Harbor tearing its sandbox down, the outcome row being written)
+    // keeps its slot until the process ends (CASE-7, CLEAN-2).
+    let g = l.groups.get(group);
+    let lingering = f
+        .running_here
+        .iter()
+        .filter(|c| {
+            g.and_then(|g| g.cases.get(*c))
+                .is_some_and(|c| c.status(accepted) != CaseStatus::Started)
+        })
+        .count();
+    let running: usize = l
+        .groups
+        .values()
+        .map(|g| g.running(accepted))
+        .sum::<usize>()
+        + lingering;
+    (
+        running,
+        (m.limits.concurrency as usize).saturating_sub(running),
+    )
+}
+
 /// Before the close: a hard stop winds down; otherwise the next batch's
 /// gates, then its launches.
 fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> Result<Step> {
@@ -612,26 +637,7 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
             evidence_seq: None,
         });
     }
-    let accepted = &m.harbor.accepted_exceptions;
-    // A case whose result is in while its launched process still runs
-    // (Harbor tearing its sandbox down, the outcome row being written)
-    // keeps its slot until the process ends (CASE-7, CLEAN-2).
-    let g = l.groups.get(group);
-    let lingering = f
-        .running_here
-        .iter()
-        .filter(|c| {
-            g.and_then(|g| g.cases.get(*c))
-                .is_some_and(|c| c.status(accepted) != CaseStatus::Started)
-        })
-        .count();
-    let running: usize = l
-        .groups
-        .values()
-        .map(|g| g.running(accepted))
-        .sum::<usize>()
-        + lingering;
-    let free = (m.limits.concurrency as usize).saturating_sub(running);
+    let (running, free) = launch_slots(l, group, f);
     if free == 0 {
         return Ok(Step::Blocked {
             reason: format!(

@@ -52,6 +52,15 @@ crate::schema::named::named_enum! {
     }
 }
 
+impl Series {
+    /// Whether the series counts toward the lineage's spend against its
+    /// limits (SETTLE-6: actual and notional; a counterfactual never did
+    /// cost anything, an incomplete charge has no amount).
+    pub fn counts_toward_spend(self) -> bool {
+        matches!(self, Series::Actual | Series::Notional)
+    }
+}
+
 /// One request's settlement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestSettlement {
@@ -395,18 +404,13 @@ pub fn settlement(m: &ManifestFile, g: &GroupState) -> Settlement {
 }
 
 /// The lineage's spend so far through `upto` (in target order), micro-USD,
-/// over actual and notional series.
+/// over actual and notional series: the groups' kept spend (`SpendState`).
 pub(super) fn lineage_spend(l: &LineageState, upto: &str) -> u64 {
     let m = &l.frozen.manifest.public;
     let mut total = 0u64;
     for name in m.group_names() {
         if let Some(g) = l.groups.get(name) {
-            let s = settlement(m, g);
-            for (series, v) in &s.series_micro_usd {
-                if matches!(series, Series::Actual | Series::Notional) {
-                    total = total.saturating_add(*v);
-                }
-            }
+            total = total.saturating_add(g.spend.total_micro_usd());
         }
         if name == upto {
             break;

@@ -151,6 +151,7 @@ impl Sim {
     pub(super) fn finish(mut self, mut out: Outcome) -> Outcome {
         self.check_records();
         self.check_sealed();
+        self.check_spend();
         self.check_ledger();
         let l = self.lineage();
         let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
@@ -265,6 +266,25 @@ impl Sim {
         }
         for v in found {
             self.violation(v);
+        }
+    }
+
+    /// The spend the fold kept as evidence arrived is the spend a fresh
+    /// settlement of each group gives (SETTLE-6; RUN-7's incremental fold).
+    fn check_spend(&mut self) {
+        let l = self.lineage();
+        let m = &l.frozen.manifest.public;
+        let off: Vec<String> = l
+            .groups
+            .iter()
+            .filter(|(_, g)| !g.spend.matches_settlement(m, g))
+            .map(|(name, g)| format!("{name} kept {} micro-USD", g.spend.total_micro_usd()))
+            .collect();
+        for o in off {
+            self.violation(Violation::new(
+                "SETTLE-6",
+                &format!("{o}, not what a fresh settlement gives"),
+            ));
         }
     }
 

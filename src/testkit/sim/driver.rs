@@ -319,6 +319,7 @@ impl Sim {
             self.lease(d, false)?;
         }
         d.fold_history(self);
+        self.refresh_results();
         let plan = self.plan(d);
         let plan = match plan {
             Ok(p) => p,
@@ -338,13 +339,13 @@ impl Sim {
     fn plan(&self, d: &Driver) -> crate::Result<run_plan::RunPlan> {
         let l = self.lineage();
         let job = self.job_dirs();
-        let results = self.result_files();
+        let results = &self.results;
         let running: BTreeSet<CaseRef> = d.running.keys().cloned().collect();
         let launches = self.launches_seen(l, &running);
         let facts = Facts {
             now_utc_ns: self.w.now_ns,
-            trial_dirs: &job,
-            results: &results,
+            trial_dirs: job,
+            results,
             running_here: &running,
             history: &d.history,
             stop_launching: false,
@@ -779,7 +780,8 @@ impl Sim {
     /// The result files of every started case of the group, ingested as
     /// `ingest harbor` does the whole jobs directory.
     fn ingest_results(&mut self, d: &Driver, only: &BTreeSet<String>) -> Act {
-        let present: BTreeSet<String> = self.result_files().intersection(only).cloned().collect();
+        self.refresh_results();
+        let present: BTreeSet<String> = self.results.intersection(only).cloned().collect();
         let g = self.gref();
         let todo: Vec<(CaseRef, ResultScript)> = self.lineage().groups[&self.group]
             .cases

@@ -102,6 +102,12 @@ pub struct Sim {
     spawned: BTreeMap<String, Vec<u32>>,
     sandbox_of: BTreeMap<u32, String>,
     result_at: BTreeMap<String, u64>,
+    /// The trial directories (every spawned trial name), kept as spawned.
+    dirs: BTreeSet<String>,
+    /// The trial directories holding a result.json at `refresh_results`,
+    /// and the results still to be written, by time.
+    results: BTreeSet<String>,
+    results_due: BTreeSet<(u64, String)>,
     cloud: Cloud,
     boot: u32,
     next_pid: u32,
@@ -161,6 +167,9 @@ impl Sim {
             spawned: BTreeMap::new(),
             sandbox_of: BTreeMap::new(),
             result_at: BTreeMap::new(),
+            dirs: BTreeSet::new(),
+            results: BTreeSet::new(),
+            results_due: BTreeSet::new(),
             cloud: Cloud::default(),
             boot: 1,
             next_pid: 1_000,
@@ -213,18 +222,32 @@ impl Sim {
     }
 
     /// The Harbor trial directories: one per spawned launch (CASE-4).
-    fn job_dirs(&self) -> BTreeSet<String> {
-        self.spawned.keys().cloned().collect()
+    fn job_dirs(&self) -> &BTreeSet<String> {
+        &self.dirs
     }
 
-    /// The trial directories holding a result.json now.
-    fn result_files(&self) -> BTreeSet<String> {
+    /// Moves the results written by now into `results` (time only moves
+    /// forward): after it, `results` is every trial name whose result_at
+    /// is at or before now.
+    fn refresh_results(&mut self) {
         let now = self.w.now_ns;
-        self.result_at
-            .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(n, _)| n.clone())
-            .collect()
+        while let Some((t, name)) = self.results_due.first().cloned() {
+            if t > now {
+                break;
+            }
+            self.results_due.pop_first();
+            self.results.insert(name);
+        }
+        debug_assert!(self.results.len() <= self.result_at.len());
+    }
+
+    /// The result of `name` is written at `t` (a second write moves it).
+    fn write_result(&mut self, name: &str, t: u64) {
+        if let Some(old) = self.result_at.insert(name.to_string(), t) {
+            self.results_due.remove(&(old, name.to_string()));
+            self.results.remove(name);
+        }
+        self.results_due.insert((t, name.to_string()));
     }
 
     fn pid_of(&self, trial_name: &str) -> Option<u32> {
@@ -255,6 +278,7 @@ impl Sim {
         );
         self.scripts.insert(pid, script);
         self.spawned.entry(name.to_string()).or_default().push(pid);
+        self.dirs.insert(name.to_string());
         pid
     }
 
@@ -311,7 +335,7 @@ impl Sim {
                 ResultScript::Missing => None,
             };
             if let Some(t) = written {
-                self.result_at.insert(p.trial_name.clone(), t);
+                self.write_result(&p.trial_name, t);
             }
             if let (false, Some(id)) = (s.leaks_sandbox, self.sandbox_of.get(&pid).cloned()) {
                 self.cloud.terminate(&id);
