@@ -72,6 +72,18 @@ fn mkfifo(path: &Path) {
     assert!(ok, "mkfifo {}", path.display());
 }
 
+/// A FIFO made in the harness and a character device, each with the words
+/// a refusal uses for it; the FIFO first, so that without the bound a test
+/// run never reaches the device's unbounded read.
+fn fifo_and_device(h: &Harness) -> [(String, &'static str); 2] {
+    let fifo = h.path("pipe");
+    mkfifo(&fifo);
+    [
+        (fifo.display().to_string(), "a FIFO"),
+        ("/dev/zero".to_string(), "a character device"),
+    ]
+}
+
 #[test]
 fn a_device_or_a_fifo_is_refused_at_once_as_every_input_file() {
     // Issue 29 item 12: every file read has a named bound and only regular
@@ -121,15 +133,8 @@ fn check_binary_and_check_config_refuse_a_fifo_or_a_device_at_once() {
     // kernel killed it. Both read only a regular file within their bound.
     let h = super::bad_inputs::setup("frozen");
     let before = h.head_bytes();
-    let fifo = h.path("pipe");
-    mkfifo(&fifo);
-    let fifo = fifo.display().to_string();
-    // The FIFO first: without the bound a test run never reaches the
-    // device's unbounded read.
-    for (input, kind) in [
-        (fifo.as_str(), "a FIFO"),
-        ("/dev/zero", "a character device"),
-    ] {
+    for (input, kind) in fifo_and_device(&h) {
+        let input = input.as_str();
         for args in [
             vec!["check", "binary", "--path", input],
             vec!["check", "config", "--config", input],
@@ -187,13 +192,8 @@ fn run_checks_the_private_manifest_it_is_given_even_to_plan() {
     // against the frozen commitments first (FREEZE-2), in every build.
     let h = super::bad_inputs::setup("frozen");
     let before = h.head_bytes();
-    let fifo = h.path("pipe");
-    mkfifo(&fifo);
-    let fifo = fifo.display().to_string();
-    for (input, kind) in [
-        (fifo.as_str(), "a FIFO"),
-        ("/dev/zero", "a character device"),
-    ] {
+    for (input, kind) in fifo_and_device(&h) {
+        let input = input.as_str();
         let r = run_within(&h, &["run", "canary-1", "--plan", "--private", input], 10);
         assert_eq!(r.code, 2, "{input}: {}", r.stderr);
         assert!(r.stderr.contains(kind), "{input}: {}", r.stderr);

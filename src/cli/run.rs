@@ -520,14 +520,7 @@ impl Runner<'_> {
                 rule,
                 reason,
                 evidence_seq,
-            } => {
-                self.say(&format!("hard stop {rule}: {reason}"));
-                let events = run_plan::hard_stop(l, rule, &reason, evidence_seq);
-                if !events.is_empty() {
-                    append(self.cli, self.wait, events)?;
-                }
-                Ok(None)
-            }
+            } => self.hard_stop(l, rule, &reason, evidence_seq).map(|()| None),
             Step::Launch { cases } => {
                 for c in cases {
                     self.launch(l, c)?;
@@ -538,24 +531,7 @@ impl Runner<'_> {
                 }
                 Ok(None)
             }
-            Step::IngestResults { cases } => {
-                self.say(&format!("ingesting {} Harbor result(s)", cases.len()));
-                // Those trials only: a result written after its launch's
-                // exit was recorded never counts (RUN-5).
-                let job = job_dir(l, &self.group);
-                let names: BTreeSet<String> = cases
-                    .iter()
-                    .map(|c| trial_name(&c.task, &self.group, c))
-                    .collect();
-                crate::cli::ingest::ingest_harbor_trials(
-                    self.cli,
-                    self.wait,
-                    &self.spec,
-                    &job,
-                    Some(&names),
-                )?;
-                Ok(None)
-            }
+            Step::IngestResults { cases } => self.ingest_results(l, &cases).map(|()| None),
             Step::Invalidate { orphans } => self.invalidate(l, &orphans).map(|()| None),
             Step::Wait {
                 cases,
@@ -582,13 +558,7 @@ impl Runner<'_> {
                 self.poll(l, &request_ids, history).map(|()| None)
             }
             Step::CollectReceipts { request_ids } => {
-                let found = receipts::collect(self.cli, self.wait, &self.spec, l, &self.group, &request_ids)?;
-                self.receipts_collected = true;
-                self.say(&format!(
-                    "the attempt budget is spent: {found} receipt(s) of {} pending request(s) collected from the usage export",
-                    request_ids.len()
-                ));
-                Ok(None)
+                self.collect_receipts(l, &request_ids).map(|()| None)
             }
             Step::WaitUntil { until_utc_ns, why } => {
                 self.say(&format!("waiting: {why}"));
@@ -604,6 +574,54 @@ impl Runner<'_> {
             Step::Done { status } => self.done(l, &status).map(Some),
             Step::Blocked { reason } => Err(RunBlocked(format!("is blocked: {reason}")).into()),
         }
+    }
+
+    /// A hard stop (VERDICT-3), recorded unless the lineage already has one.
+    fn hard_stop(
+        &self,
+        l: &LineageState,
+        rule: Rule,
+        reason: &str,
+        evidence_seq: Option<u64>,
+    ) -> anyhow::Result<()> {
+        self.say(&format!("hard stop {rule}: {reason}"));
+        let events = run_plan::hard_stop(l, rule, reason, evidence_seq);
+        if !events.is_empty() {
+            append(self.cli, self.wait, events)?;
+        }
+        Ok(())
+    }
+
+    /// Ingests the results of those trials only: a result written after
+    /// its launch's exit was recorded never counts (RUN-5).
+    fn ingest_results(&self, l: &LineageState, cases: &[CaseRef]) -> anyhow::Result<()> {
+        self.say(&format!("ingesting {} Harbor result(s)", cases.len()));
+        let job = job_dir(l, &self.group);
+        let names: BTreeSet<String> = cases
+            .iter()
+            .map(|c| trial_name(&c.task, &self.group, c))
+            .collect();
+        crate::cli::ingest::ingest_harbor_trials(
+            self.cli,
+            self.wait,
+            &self.spec,
+            &job,
+            Some(&names),
+        )?;
+        Ok(())
+    }
+
+    /// The attempt budget is spent: the receipts the usage export carries
+    /// are collected once (SETTLE-8).
+    fn collect_receipts(&mut self, l: &LineageState, request_ids: &[String]) -> anyhow::Result<()> {
+        let found =
+            receipts::collect(self.cli, self.wait, &self.spec, l, &self.group, request_ids)?;
+        self.receipts_collected = true;
+        self.say(&format!(
+            "the attempt budget is spent: {found} receipt(s) of {} pending request(s) collected from the usage export",
+            request_ids.len()
+        ));
+        Ok(())
     }
 
     /// The group is sealed: exit 0 when accepted; otherwise exit 1 (the

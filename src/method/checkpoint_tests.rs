@@ -37,6 +37,18 @@ fn imported(name: &str) -> (tempfile::TempDir, Ledger) {
     (tmp, ledger)
 }
 
+/// Every recorded lineage export (replay-tests/ledgers/*.jsonl), sorted.
+fn recorded_ledgers() -> Vec<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Writes the checkpoint of the replay up to `seq`.
 fn checkpoint_at(ledger: &Ledger, seq: u64) {
     let state = replay_until(ledger, State::default(), seq).unwrap();
@@ -361,13 +373,7 @@ fn the_state_layout_is_pinned() {
     // STATE_LAYOUT_VERSION (old checkpoints are then ignored, not misread)
     // and renew the hash; if the recorded ledgers were regenerated, renew
     // the hash.
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers");
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    names.sort();
+    let names = recorded_ledgers();
     let mut all = blake3::Hasher::new();
     for p in names {
         let (_t, ledger) = imported(p.file_stem().unwrap().to_str().unwrap());
@@ -404,13 +410,7 @@ fn the_state_layout_is_pinned() {
 
 #[test]
 fn the_kept_spend_equals_a_fresh_settlement_at_every_point_of_every_recorded_lineage() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("replay-tests/ledgers");
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    names.sort();
+    let names = recorded_ledgers();
     let mut charged = 0;
     for p in names {
         let name = p.file_stem().unwrap().to_str().unwrap().to_string();

@@ -401,16 +401,11 @@ fn step(state: &State, l: &LineageState, plan: &Plan, group: &str, f: &Facts<'_>
             && g.closed.is_none()
             && !f.stop_launching
             && l.stopped.is_none();
-        if refill {
+        if refill && !refill_blocked(l, group, f) {
             // RUN-1: a freed slot is refilled while the others still run;
             // only the gates, a launch or a hard stop take the place of the
             // wait.
-            let next = match refill_blocked(l, group, f) {
-                true => Step::Blocked {
-                    reason: String::new(),
-                },
-                false => launch_step(state, l, group, f)?,
-            };
+            let next = launch_step(state, l, group, f)?;
             if matches!(
                 next,
                 Step::TakeGates { .. } | Step::Launch { .. } | Step::Stop { .. }
@@ -573,7 +568,7 @@ fn started_cases_step(
 fn refill_blocked(l: &LineageState, group: &str, f: &Facts<'_>) -> bool {
     let m = &l.frozen.manifest.public;
     let spend_stop = lineage_spend(l) > m.limits.spend_stop_micro_usd;
-    !spend_stop && l.stopped.is_none() && launch_slots(l, group, f).1 == 0
+    !spend_stop && launch_slots(l, group, f).1 == 0
 }
 
 /// The slots in use (every group's started, non-terminal cases, plus this
