@@ -82,6 +82,13 @@ pub const RUN_LEASE_RENEW_SEC: u64 = RUN_LEASE_SEC / 3;
 /// Longest a `case run` command may run when its lineage has no frozen
 /// launch timeout (a v1 manifest), in seconds (RUN-4).
 pub const CASE_COMMAND_TIMEOUT_SEC_DEFAULT: u64 = 7200;
+/// Longest a launch's gate waits to be opened once the driver that spawned
+/// it died, in seconds (RUN-3): a rerun within it adopts the recorded
+/// launch and opens its gate; past it the gate exits having run nothing.
+/// Never longer than the frozen launch timeout.
+pub const LAUNCH_GATE_WAIT_SEC: u64 = 600;
+/// How often a gate whose driver died looks for its file, in milliseconds.
+pub const LAUNCH_GATE_POLL_MS: u64 = 100;
 /// How often a bounded wait looks at its command, in milliseconds.
 pub const COMMAND_POLL_MS: u64 = 10;
 /// How often `run` looks at its processes, the ledger's head witness and

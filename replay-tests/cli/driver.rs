@@ -10,10 +10,11 @@
 //! (`run.rs`, module `moto`) and in the planner.
 
 use super::run::{
-    append, audit_clean, ready, ready_with_lines, records, run_cmd, run_once, seq_of, starts,
+    append, audit_clean, ready, ready_edited, ready_with_lines, records, run_cmd, run_once, seq_of,
+    starts,
 };
 use super::{Harness, Run};
-use benchledger::schema::events::{Event, GroupRef, ProcessRef, RunLeased};
+use benchledger::schema::events::{CaseLaunched, CaseRef, Event, GroupRef, ProcessRef, RunLeased};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -163,6 +164,27 @@ fn a_hung_receipt_poll_is_killed_at_its_deadline_and_recorded() {
 }
 
 #[test]
+fn a_launch_program_that_cannot_run_is_refused_before_anything_starts() {
+    // The frozen launch command names a program this machine does not have.
+    let (h, url) = ready_edited(1, 1, super::PRIVATE, true, &|m| {
+        m.lines()
+            .map(|l| match l.contains("launch.sh") {
+                true => l.replacen("[\"sh\",", "[\"benchledger-no-such-launcher\",", 1),
+                false => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let r = run_once(&h, &url, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("not an executable file"), "{}", r.stderr);
+    assert!(
+        records(&h, "case_started.v1").is_empty(),
+        "RUN-3, CASE-2: no identity is consumed by a launch that cannot run"
+    );
+}
+
+#[test]
 fn a_rerun_after_kill_9_marks_the_case_crashed_within_5_s() {
     // A long launch timeout: the old driver waited all of it.
     let (h, url) = ready_with_lines(1, 1, &[("timeout_sec = 4", "timeout_sec = 600")]);
@@ -170,6 +192,17 @@ fn a_rerun_after_kill_9_marks_the_case_crashed_within_5_s() {
     let mut first = spawn_run(&h, &url);
     let launched = await_record(&h, "case_launched.v1");
     let pid = launched["payload"]["process"]["pid"].as_u64().unwrap();
+    // The launch is recorded in the start's own append (one time, the next
+    // seq): no kill can fall between a durable start and its launch record.
+    let started = records(&h, "case_started.v1").remove(0);
+    assert_eq!(
+        (launched["seq"].as_u64(), &launched["recorded_at_utc_ns"]),
+        (
+            started["seq"].as_u64().map(|s| s + 1),
+            &started["recorded_at_utc_ns"]
+        ),
+        "RUN-3: case_launched is appended with its case_started"
+    );
     // kill -9 of `run` and of its launch (its whole group).
     first.kill().unwrap();
     first.wait().unwrap();
@@ -345,6 +378,109 @@ fn a_probe_prints_what_it_sees_and_appends_nothing() {
     );
     let plan = h.ok(&["run", "canary-1", "--plan", "--daemon-url", &url]);
     assert!(plan.stdout.contains("hard stop"), "{}", plan.stdout);
+}
+
+#[test]
+fn a_rerun_opens_the_gate_of_a_recorded_launch_whose_driver_died_before_opening_it() {
+    let (h, url) = ready(1, 1);
+    launch_script(&h, &write_result(&h));
+    // What a `run` killed after its start-and-launch append and before it
+    // opened the gate leaves: the case started, its launch recorded, the
+    // gate waiting on its file (its stdin, the dead driver's pipe, closed).
+    let health = format!("{url}/health");
+    h.ok(&[
+        "check",
+        "daemon-health",
+        "--group",
+        "canary-1",
+        "--url",
+        &health,
+    ]);
+    for route in ["strong", "balanced", "economy"] {
+        h.ok(&[
+            "check", "sentinel", "--group", "canary-1", "--route", route, "--url", &url,
+        ]);
+    }
+    let config = h.path("config.json").display().to_string();
+    h.ok(&[
+        "case",
+        "render-config",
+        "canary-1",
+        "hello-world/c1",
+        "-o",
+        &config,
+    ]);
+    h.ok(&["check", "config", "--config", &config]);
+    h.ok(&[
+        "case",
+        "start",
+        "canary-1",
+        "hello-world/c1",
+        "--config",
+        &config,
+    ]);
+    let name = "hello-world__canary-1-c1";
+    let out = h.path(&format!("srv/{L}/canary-1/out/gates"));
+    std::fs::create_dir_all(&out).unwrap();
+    let command: Vec<String> = [
+        "sh".to_string(),
+        h.path("launch.sh").display().to_string(),
+        name.to_string(),
+        h.path(&format!("srv/{L}/jobs")).display().to_string(),
+        config,
+    ]
+    .into();
+    let argv = benchledger::testkit::procs::gate_argv(&out.join(name), 60_000, &command);
+    let mut gate = std::process::Command::new(&argv[0]);
+    std::os::unix::process::CommandExt::process_group(&mut gate, 0);
+    let mut gate = gate
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let process = benchledger::testkit::procs::process_ref(gate.id()).unwrap();
+    append(
+        &h,
+        vec![Event::CaseLaunched(CaseLaunched {
+            group: GroupRef {
+                lineage: L.into(),
+                group: "canary-1".into(),
+            },
+            case: CaseRef {
+                task: "hello-world".into(),
+                trial: "c1".into(),
+                replacement: 0,
+            },
+            process,
+            deadline_utc_ns: u64::MAX,
+        })],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        gate.try_wait().unwrap().is_none() && records(&h, "trial_result_ingested.v1").is_empty(),
+        "the gate waits"
+    );
+    let r = run_once(&h, &url, &[]);
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    assert!(r.stderr.contains("opened it"), "RUN-3: {}", r.stderr);
+    assert_eq!(gate.wait().unwrap().code(), Some(0), "the launch ran");
+    // RUN-3: the recorded launch ran as itself, never relaunched, and its
+    // result counts: the group seals as an uninterrupted run does.
+    assert!(records(&h, "case_invalidated.v1").is_empty(), "RUN-3");
+    assert!(
+        starts(&h).values().all(|n| *n == 1),
+        "CASE-2: {:?}",
+        starts(&h)
+    );
+    audit_clean(&h);
+    let r = run_once(&h, &url, &[]);
+    let sealed = records(&h, "group_sealed.v1");
+    assert_eq!(
+        sealed[0]["payload"]["status"], "accepted",
+        "RUN-3: {}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -99,7 +99,7 @@ pub(super) fn ready_with_lines(
     })
 }
 
-fn ready_edited(
+pub(super) fn ready_edited(
     cases: u32,
     concurrency: u32,
     private: &str,
@@ -846,19 +846,28 @@ fn kill_round(seed: &mut u64) -> KillRound {
     assert_eq!(sealed.len(), 1);
     let status = sealed[0]["payload"]["status"].as_str().unwrap().to_string();
     let invalidated = records(&h, "case_invalidated.v1").len();
-    // A kill between a case's start and its launch leaves it without a
-    // result: consumed, terminal_invalid, never relaunched; the group is
-    // then rejected_runtime and `run` exits 1. Otherwise accepted, exit 0.
-    if invalidated == 0 {
-        assert_eq!((r.code, status.as_str()), (0, "accepted"), "{}", r.stderr);
-    } else {
+    // Every start carries its launch record in the same append (RUN-3): no
+    // kill left a started case whose launch no record names.
+    let launched: BTreeMap<u64, Value> = records(&h, "case_launched.v1")
+        .into_iter()
+        .map(|r| (r["seq"].as_u64().unwrap(), r))
+        .collect();
+    for st in records(&h, "case_started.v1") {
+        let next = st["seq"].as_u64().unwrap() + 1;
+        let l = launched.get(&next);
         assert_eq!(
-            (r.code, status.as_str()),
-            (1, "rejected_runtime"),
-            "{}",
-            r.stderr
+            l.map(|l| (&l["recorded_at_utc_ns"], &l["payload"]["case"])),
+            Some((&st["recorded_at_utc_ns"], &st["payload"]["case"])),
+            "RUN-3: case_started at {} without its case_launched",
+            next - 1
         );
     }
+    // A kill before the start's append leaves nothing started (its gate
+    // exits having run nothing); after it, a recorded launch the rerun
+    // adopts, opening its gate if the kill came first (RUN-3). Every case
+    // counts: the group seals accepted, as uninterrupted.
+    assert_eq!(invalidated, 0, "RUN-3: {}", r.stderr);
+    assert_eq!((r.code, status.as_str()), (0, "accepted"), "{}", r.stderr);
     let s = starts(&h);
     assert!(s.values().all(|n| *n == 1), "{s:?}");
     assert_eq!(s.len(), 4, "{s:?}");

@@ -317,6 +317,36 @@ pub(crate) fn start_case(
     wait: Duration,
     r: StartRequest<'_>,
 ) -> anyhow::Result<StartedCase> {
+    start_case_with(cli, wait, r, |_| Ok((Vec::new(), ()))).map(|(s, ())| s)
+}
+
+/// What `start_case_with` knows once `decide` has accepted a start, before
+/// its append.
+pub(crate) struct Starting<'a> {
+    /// The group.
+    pub(crate) group: &'a GroupRef,
+    /// The identity.
+    pub(crate) case: &'a CaseRef,
+    /// The child's environment.
+    pub(crate) env: &'a [(String, Option<String>)],
+    /// Where the command's output goes.
+    pub(crate) log_path: &'a Path,
+    /// The start's time, ns since the epoch.
+    pub(crate) now_utc_ns: u64,
+}
+
+/// `start_case`, with `then` called under the same lock once `decide` has
+/// accepted the start: the events it returns are appended in the same
+/// append as `case_started` (all or none), and what else it returns is
+/// handed back. `run` spawns its gated launch there and records the launch
+/// with the start (RUN-3): no crash can leave a started case whose launch
+/// runs unrecorded.
+pub(crate) fn start_case_with<T>(
+    cli: &Cli,
+    wait: Duration,
+    r: StartRequest<'_>,
+    then: impl FnOnce(&Starting<'_>) -> anyhow::Result<(Vec<Event>, T)>,
+) -> anyhow::Result<(StartedCase, T)> {
     let (lineage, group) = parse_group(r.group);
     let case = r.case;
     // Everything below happens under the writer lock: replay, decide, append.
@@ -336,7 +366,10 @@ pub(crate) fn start_case(
     let log_path = r
         .log
         .unwrap_or_else(|| default_log_path(m, &group, &trial_name));
-    let lineage_label = l.frozen.lineage.clone();
+    let group_ref = GroupRef {
+        lineage: l.frozen.lineage.clone(),
+        group: group.clone(),
+    };
     let env = child_env(l);
     let timeout = Duration::from_secs(
         l.plan
@@ -356,29 +389,45 @@ pub(crate) fn start_case(
         now_utc_ns: now,
     };
     let events = crate::method::decide::case_start(&state, cmd)?;
-    let key = format!("case-start:{lineage_label}/{group}/{}", case.label());
+    let key = format!("case-start:{}/{group}/{}", group_ref.lineage, case.label());
+    let (also, held) = then(&Starting {
+        group: &group_ref,
+        case: &case,
+        env: &env,
+        log_path: &log_path,
+        now_utc_ns: now,
+    })?;
     let drafts: Vec<Draft> = events
         .into_iter()
-        .map(|event| Draft {
+        .map(|event| (event, Some(key.clone())))
+        .chain(also.into_iter().map(|event| (event, None)))
+        .map(|(event, idempotency_key)| Draft {
             actor: cli.actor.clone(),
             event,
-            idempotency_key: Some(key.clone()),
+            idempotency_key,
         })
         .collect();
+    assert!(
+        matches!(
+            drafts.first().map(|d| &d.event),
+            Some(Event::CaseStarted(_))
+        ),
+        "a start's first record is its case_started"
+    );
     let started = ledger.append(&drafts, now)?;
     announce(&started);
     tracing::info!("case {} started at seq {}", case.label(), started[0].seq);
-    Ok(StartedCase {
-        started: started[0],
-        group: GroupRef {
-            lineage: lineage_label,
-            group,
+    Ok((
+        StartedCase {
+            started: started[0],
+            group: group_ref,
+            case,
+            env,
+            log_path,
+            timeout,
         },
-        case,
-        env,
-        log_path,
-        timeout,
-    })
+        held,
+    ))
 }
 
 fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCode> {
@@ -502,6 +551,61 @@ pub(crate) fn spawn_command(
     env: &[(String, Option<String>)],
     log_path: &Path,
 ) -> anyhow::Result<std::process::Child> {
+    let mut p = launch_process(command, env, log_path)?;
+    Ok(p.spawn()
+        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?)
+}
+
+/// Spawns a launch behind its gate (RUN-3, `proc::GATE_SCRIPT`): the
+/// process exists, with the pid, process group and start time the command
+/// will have, but nothing of the command runs until the gate is opened. A program that cannot be
+/// found is refused here, before anything is started.
+pub(crate) fn spawn_gated(
+    command: &[String],
+    env: &[(String, Option<String>)],
+    log_path: &Path,
+    gate: &crate::cli::proc::GateSpec,
+) -> anyhow::Result<crate::cli::proc::GatedChild> {
+    let program = command.first().map(String::as_str).unwrap_or_default();
+    if !program.is_empty() && !program_found(program) {
+        return Err(Error::input(format!(
+            "the launch program {program:?} is not an executable file (as a path or on PATH)"
+        ))
+        .into());
+    }
+    if let Some(dir) = gate.prefix.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    }
+    let mut p = launch_process(&gate.argv(command), env, log_path)?;
+    p.stdin(Stdio::piped());
+    let child = p
+        .spawn()
+        .map_err(|e| Error::io(format!("run {program:?} behind its gate"), e))?;
+    Ok(crate::cli::proc::GatedChild::new(child))
+}
+
+/// Whether `program` names an executable file: a path as it is, a bare
+/// name on `PATH` (as the shell's `exec` looks it up).
+fn program_found(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
+}
+
+/// The process of a launched command: its own process group, no stdin,
+/// its output to `log_path`, `env` applied.
+fn launch_process(
+    command: &[String],
+    env: &[(String, Option<String>)],
+    log_path: &Path,
+) -> anyhow::Result<Process> {
     if command.is_empty() {
         return Err(Error::input("the command to launch is empty".to_string()).into());
     }
@@ -525,8 +629,7 @@ pub(crate) fn spawn_command(
             None => p.env_remove(k),
         };
     }
-    Ok(p.spawn()
-        .map_err(|e| Error::io(format!("run {:?}", command[0]), e))?)
+    Ok(p)
 }
 
 /// How a launched command ended, with its log's hash.

@@ -141,6 +141,109 @@ pub(crate) fn kill_group(pgid: u32) -> std::io::Result<()> {
 /// The signal `kill_group` sends.
 pub(crate) const KILL_SIGNAL: i32 = 9;
 
+pub(crate) use crate::method::run_plan::launch_gate::{
+    gate_file, GateSpec, GATE_NAME, GATE_SCRIPT,
+};
+
+/// Whether process `pid` is a gate still waiting: its command line is the
+/// gate shell's, not yet replaced by the launch command.
+fn is_waiting_gate(pid: u32) -> bool {
+    let Some(cmdline) = read_proc(&Path::new("/proc").join(pid.to_string()).join("cmdline")) else {
+        return false;
+    };
+    let argv: Vec<&str> = cmdline.split('\0').take(4).collect();
+    argv == ["/bin/sh", "-c", GATE_SCRIPT, GATE_NAME]
+}
+
+/// Opens the gate of an adopted launch whose driver died before it opened
+/// it (RUN-3): the launch was recorded, so it runs now, as itself, never a
+/// second launch. Whether `p` runs on this machine and was still waiting.
+pub(crate) fn open_adopted_gate(prefix: &Path, p: &ProcessRef) -> std::io::Result<bool> {
+    if liveness(p) != Liveness::Alive || !is_waiting_gate(p.pid) {
+        return Ok(false);
+    }
+    let file = gate_file(prefix, p.pid);
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Closes the gate of an adopted launch that still waits (RUN-3): its
+/// process group is killed, having run nothing. Whether `p` runs on this
+/// machine and was still waiting.
+pub(crate) fn close_adopted_gate(p: &ProcessRef) -> std::io::Result<bool> {
+    if liveness(p) != Liveness::Alive || !is_waiting_gate(p.pid) {
+        return Ok(false);
+    }
+    kill_group(p.pid).map(|()| true)
+}
+
+/// A launch spawned behind its gate (`GATE_SCRIPT`): until [`open`]
+/// nothing of the command runs, so its pid can be recorded first, in the
+/// same append as the case's start (RUN-3). Dropped unopened (a refused
+/// append), the gate is closed and the waiting shell ended and reaped; a
+/// driver that dies closes it the same way, by the kernel.
+///
+/// [`open`]: GatedChild::open
+pub(crate) struct GatedChild {
+    child: Option<Child>,
+    gate: Option<std::process::ChildStdin>,
+}
+
+impl GatedChild {
+    /// Takes a child spawned as `GateSpec::argv` with a piped stdin.
+    pub(crate) fn new(mut child: Child) -> Self {
+        let gate = child.stdin.take();
+        assert!(
+            gate.is_some(),
+            "a gated launch is spawned with a piped stdin"
+        );
+        Self {
+            child: Some(child),
+            gate,
+        }
+    }
+
+    /// The pid (and process group) the command will run as.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Lets the command run. A shell already gone (killed by someone) is
+    /// not an error here: its end is reaped and recorded as any exit.
+    pub(crate) fn open(mut self) -> Child {
+        use std::io::Write;
+        let child = self.child.take().expect("a gate is opened once");
+        let mut gate = self.gate.take().expect("a gate is opened once");
+        if let Err(e) = gate.write_all(b"go\n") {
+            tracing::warn!(
+                "the gate of launch {} did not take the word: {e}",
+                child.id()
+            );
+        }
+        child
+    }
+}
+
+impl Drop for GatedChild {
+    fn drop(&mut self) {
+        // Never opened: the shell sees end of file and exits having run
+        // nothing; killed too (it may not have reached its `read`) and
+        // reaped, so no zombie holds the pid.
+        drop(self.gate.take());
+        if let Some(mut child) = self.child.take() {
+            let _ = kill_group(child.id());
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Whether `child` has exited, without reaping it: its pid (its group's
 /// id) stays reserved until `wait`.
 fn exited_unreaped(child: &Child) -> std::io::Result<bool> {
@@ -252,7 +355,8 @@ pub(crate) fn wait_bounded(
 mod tests {
     use super::*;
     use crate::testkit::procs::group_members;
-    use std::os::unix::process::CommandExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::path::PathBuf;
     use std::process::{Command, Stdio};
 
     fn spawn(script: &str) -> Child {
@@ -430,5 +534,212 @@ mod tests {
             gone_soon(pgid),
             "the background sleep of an ended command is killed with its group"
         );
+    }
+
+    /// A gate under `dir` that waits `wait_ms` once its driver is gone.
+    fn spec(dir: &Path, wait_ms: u64) -> GateSpec {
+        GateSpec {
+            prefix: dir.join("gates").join("trial"),
+            wait: Duration::from_millis(wait_ms),
+        }
+    }
+
+    /// `case::spawn_gated` of `sh -c SCRIPT`, its log in `dir`.
+    fn gated(dir: &Path, script: &str) -> GatedChild {
+        let argv = ["sh", "-c", script].map(String::from);
+        let log = dir.join("launch.log");
+        crate::cli::case::spawn_gated(&argv, &[], &log, &spec(dir, 300)).unwrap()
+    }
+
+    fn bounded_end(child: &mut Child) -> Ended {
+        wait_bounded(child, Instant::now(), Duration::from_secs(30)).unwrap()
+    }
+
+    #[test]
+    fn a_gated_launch_runs_nothing_until_opened_then_runs_as_the_recorded_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let script = format!("echo $$ > '{}'; sleep 1; cat; exit 7", marker.display());
+        let g = gated(dir.path(), &script);
+        let recorded = process_ref(g.id()).expect("the gated shell is in /proc");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !marker.exists(),
+            "rule RUN-3: nothing of the command runs before its gate opens"
+        );
+        let mut child = g.open();
+        let wrote = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            std::fs::read_to_string(&marker).is_ok_and(|s| s.ends_with('\n'))
+        });
+        assert!(wrote, "the opened command runs");
+        assert_eq!(
+            process_ref(recorded.pid).as_ref(),
+            Some(&recorded),
+            "rule RUN-3: the command is the recorded process (pid, start time, boot)"
+        );
+        let e = bounded_end(&mut child);
+        assert!(!e.killed);
+        // `cat` read /dev/null, not the gate's pipe.
+        assert_eq!(e.status.code(), Some(7));
+        let pid = std::fs::read_to_string(&marker).unwrap();
+        assert_eq!(pid.trim(), recorded.pid.to_string(), "rule RUN-3");
+    }
+
+    #[test]
+    fn a_gate_whose_driver_died_runs_nothing_and_exits_125_once_its_wait_is_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let mut g = gated(dir.path(), &format!("touch '{}'", marker.display()));
+        // A dying driver: the kernel closes its end of the pipe, no kill.
+        drop(g.gate.take());
+        let mut child = g.child.take().unwrap();
+        let e = bounded_end(&mut child);
+        assert_eq!(e.status.code(), Some(125), "rule RUN-3: the gate exits");
+        assert!(
+            e.ran >= Duration::from_millis(300),
+            "it waited: {:?}",
+            e.ran
+        );
+        assert!(!marker.exists(), "rule RUN-3: the command never ran");
+    }
+
+    /// A gated `sh -c SCRIPT` whose driver died (its pipe closed): the
+    /// waiting shell, as recorded, and its gate's spec.
+    fn left_waiting(dir: &Path, script: &str) -> (Child, ProcessRef, GateSpec) {
+        let argv = ["sh", "-c", script].map(String::from);
+        let spec = spec(dir, 30_000);
+        let log = dir.join("launch.log");
+        let mut g = crate::cli::case::spawn_gated(&argv, &[], &log, &spec).unwrap();
+        let recorded = process_ref(g.id()).unwrap();
+        drop(g.gate.take());
+        (g.child.take().unwrap(), recorded, spec)
+    }
+
+    #[test]
+    fn a_rerun_opens_the_gate_of_an_adopted_launch_whose_driver_died() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let script = format!("echo $$ > '{}'", marker.display());
+        let (mut child, recorded, spec) = left_waiting(dir.path(), &script);
+        let log = dir.path().join("launch.log");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !marker.exists(),
+            "rule RUN-3: nothing runs before the gate opens"
+        );
+        // Another machine's or a gone process is not opened.
+        let elsewhere = ProcessRef {
+            host: "another-host".into(),
+            ..recorded.clone()
+        };
+        assert!(!open_adopted_gate(&spec.prefix, &elsewhere).unwrap());
+        assert!(
+            open_adopted_gate(&spec.prefix, &recorded).unwrap(),
+            "rule RUN-3: a waiting gate is opened by the rerun"
+        );
+        let e = bounded_end(&mut child);
+        assert_eq!(e.status.code(), Some(0), "the command ran");
+        let pid = std::fs::read_to_string(&marker).unwrap();
+        assert_eq!(
+            pid.trim(),
+            recorded.pid.to_string(),
+            "rule RUN-3: as itself"
+        );
+        assert!(
+            !gate_file(&spec.prefix, recorded.pid).exists(),
+            "the gate file is removed as the gate opens"
+        );
+        // A launch already running its command is not a gate any more.
+        let g = crate::cli::case::spawn_gated(&["sleep", "5"].map(String::from), &[], &log, &spec)
+            .unwrap();
+        let p = process_ref(g.id()).unwrap();
+        let mut sleeping = g.open();
+        let running = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            !is_waiting_gate(p.pid)
+        });
+        assert!(running);
+        assert!(!open_adopted_gate(&spec.prefix, &p).unwrap());
+        assert!(
+            !gate_file(&spec.prefix, p.pid).exists(),
+            "nothing left behind"
+        );
+        kill_group(p.pid).unwrap();
+        sleeping.wait().unwrap();
+    }
+
+    #[test]
+    fn a_waiting_gate_closed_after_a_hard_stop_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let script = format!("touch '{}'", marker.display());
+        let (mut child, recorded, _) = left_waiting(dir.path(), &script);
+        assert!(
+            close_adopted_gate(&recorded).unwrap(),
+            "rule VERDICT-3: a waiting gate is closed"
+        );
+        let e = bounded_end(&mut child);
+        assert_eq!(e.status.signal(), Some(KILL_SIGNAL));
+        assert!(
+            !marker.exists(),
+            "rule VERDICT-3: nothing ran after the stop"
+        );
+        assert!(group_members(recorded.pid).is_empty());
+    }
+
+    #[test]
+    fn a_gate_waits_its_bound_in_polls_of_the_named_interval() {
+        use crate::limits::{LAUNCH_GATE_POLL_MS, LAUNCH_GATE_WAIT_SEC};
+        let gate = |wait: Duration| GateSpec {
+            prefix: PathBuf::from("/g/t"),
+            wait,
+        };
+        let argv = gate(Duration::from_secs(LAUNCH_GATE_WAIT_SEC)).argv(&["x".into()]);
+        let polls = LAUNCH_GATE_WAIT_SEC * 1000 / LAUNCH_GATE_POLL_MS;
+        assert_eq!(
+            argv[3..],
+            [GATE_NAME, "/g/t", &polls.to_string(), "0.100", "x"]
+        );
+        // Under one poll: no wait at all once the driver is gone.
+        let argv = gate(Duration::from_millis(LAUNCH_GATE_POLL_MS - 1)).argv(&[]);
+        assert_eq!(argv[5], "0");
+        assert_eq!(
+            gate_file(Path::new("/g/t"), 42),
+            PathBuf::from("/g/t.42.go")
+        );
+    }
+
+    #[test]
+    fn a_gate_dropped_unopened_leaves_nothing_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let g = gated(dir.path(), &format!("touch '{}'", marker.display()));
+        let pgid = g.id();
+        drop(g);
+        assert!(
+            group_members(pgid).is_empty(),
+            "rule RUN-3: a refused append leaves no launch behind"
+        );
+        assert!(!marker.exists(), "rule RUN-3: the command never ran");
+    }
+
+    #[test]
+    fn a_launch_program_that_is_not_there_is_refused_before_a_gate_is_spawned() {
+        let dir = tempfile::tempdir().unwrap();
+        for program in ["/nonexistent/launch", "benchledger-no-such-program"] {
+            let argv = [program.to_string()];
+            let log = dir.path().join("l.log");
+            let e = crate::cli::case::spawn_gated(&argv, &[], &log, &spec(dir.path(), 300))
+                .err()
+                .expect("refused");
+            assert!(e.to_string().contains("not an executable file"), "{e}");
+        }
+        // A file without an execute bit is not a program either.
+        let plain = dir.path().join("plain.sh");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let argv = [plain.display().to_string()];
+        let log = dir.path().join("l.log");
+        assert!(crate::cli::case::spawn_gated(&argv, &[], &log, &spec(dir.path(), 300)).is_err());
     }
 }

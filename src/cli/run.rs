@@ -242,7 +242,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
     }
     // RUN-2: one driver per group.
     r.lease = Some(Lease::take(cli, wait, lineage.as_deref(), gref)?);
-    let outcome = r.drive();
+    let outcome = r.adopt_gates().and_then(|()| r.drive());
     if let Some(lease) = r.lease.take() {
         lease.release(cli, wait);
     }
@@ -320,6 +320,12 @@ fn out_dir(l: &LineageState, group: &str) -> PathBuf {
         .iter()
         .find(|g| g.name == group)
         .map_or_else(|| PathBuf::from("."), |g| PathBuf::from(&g.out_dir))
+}
+
+/// Where the gate of a trial's launch waits to be opened (RUN-3): under the
+/// group's output directory, so that a rerun finds it.
+fn gate_prefix(l: &LineageState, group: &str, trial_name: &str) -> PathBuf {
+    out_dir(l, group).join("gates").join(trial_name)
 }
 
 fn group_ref(l: &LineageState, group: &str) -> GroupRef {
@@ -472,6 +478,56 @@ impl Runner<'_> {
         if !self.args.json {
             self.progress.println(&format!("benchledger run: {line}"));
         }
+    }
+
+    /// Once the lease is held: the gate of every recorded launch whose
+    /// driver died after recording it and before opening it (RUN-3) is
+    /// opened, so the launch runs now as itself (never a second launch);
+    /// after a hard stop it is closed instead (VERDICT-3: nothing starts
+    /// running), and the case becomes a controller crash.
+    fn adopt_gates(&mut self) -> anyhow::Result<()> {
+        let fold = std::mem::take(&mut self.fold);
+        let adopted = fold
+            .state
+            .lineage(parse_group(&self.spec).0.as_deref())
+            .map_err(anyhow::Error::from)
+            .and_then(|l| self.adopt_gates_of(l));
+        self.fold = fold;
+        adopted
+    }
+
+    fn adopt_gates_of(&mut self, l: &LineageState) -> anyhow::Result<()> {
+        let Some(g) = l.groups.get(&self.group) else {
+            return Ok(());
+        };
+        let accepted = &l.frozen.manifest.public.harbor.accepted_exceptions;
+        let stopped = l.stopped.is_some();
+        let launched = g
+            .cases
+            .iter()
+            .filter(|(_, c)| c.status(accepted) == CaseStatus::Started)
+            .filter_map(|(case, c)| Some((case, &c.launched.as_ref()?.1.process)));
+        for (case, p) in launched {
+            let prefix = gate_prefix(l, &self.group, &trial_name(&case.task, &self.group, case));
+            let done = if stopped {
+                proc::close_adopted_gate(p)
+                    .map(|closed| closed.then_some("closed it: the lineage is stopped"))
+            } else {
+                proc::open_adopted_gate(&prefix, p).map(|opened| opened.then_some("opened it"))
+            };
+            let done = done.map_err(|e| {
+                let file = proc::gate_file(&prefix, p.pid);
+                Error::io(format!("the gate {}", file.display()), e)
+            })?;
+            if let Some(what) = done {
+                self.say(&format!(
+                    "{} (adopted, pid {}): its driver died before opening its gate; {what}",
+                    case.label(),
+                    p.pid
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A wait: until a process exits, the ledger moves, one of `cases`'
@@ -843,7 +899,19 @@ impl Runner<'_> {
         .collect();
         let command = crate::schema::plan::fill(&plan.launch.command, &values)
             .map_err(|e| Error::input(format!("launch.command: {e}")))?;
-        let s = case::start_case(
+        let timeout_ns = plan.launch.timeout_sec.saturating_mul(1_000_000_000);
+        let gate = proc::GateSpec {
+            prefix: gate_prefix(l, &self.group, &name),
+            wait: Duration::from_secs(
+                crate::limits::LAUNCH_GATE_WAIT_SEC.min(plan.launch.timeout_sec),
+            ),
+        };
+        // RUN-3: the launch is spawned behind its gate and recorded, as the
+        // kernel names it, in the same append as the case's start; only
+        // then does its command run. A driver that dies before the append
+        // leaves nothing started and nothing running; after it, a launch
+        // that a later driver adopts while it lives, or finds gone at once.
+        let (s, gated) = case::start_case_with(
             self.cli,
             self.wait,
             StartRequest {
@@ -853,44 +921,27 @@ impl Runner<'_> {
                 log: Some(log),
                 command: command.clone(),
             },
+            |st| {
+                let gated = case::spawn_gated(&command, st.env, st.log_path, &gate)?;
+                let process = proc::process_ref(gated.id()).ok_or_else(|| {
+                    anyhow::anyhow!("the launch {} vanished before it was recorded", gated.id())
+                })?;
+                let launched = Event::CaseLaunched(CaseLaunched {
+                    group: st.group.clone(),
+                    case: st.case.clone(),
+                    process,
+                    deadline_utc_ns: st.now_utc_ns.saturating_add(timeout_ns),
+                });
+                Ok((vec![launched], gated))
+            },
         )?;
+        let child = gated.open();
         self.say(&format!(
             "launched {name} (case_started seq {})",
             s.started.seq
         ));
-        let mut child = case::spawn_command(&command, &s.env, &s.log_path)?;
         let started = Instant::now();
         let timeout = Duration::from_secs(plan.launch.timeout_sec);
-        // RUN-3: the process as the kernel names it, so that a later driver
-        // adopts it while it lives and knows at once when it is gone.
-        let recorded = proc::process_ref(child.id())
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "the launched process {} vanished before it was recorded",
-                    child.id()
-                )
-            })
-            .and_then(|process| {
-                let deadline_utc_ns = now_utc_ns()
-                    .saturating_add(plan.launch.timeout_sec.saturating_mul(1_000_000_000));
-                append(
-                    self.cli,
-                    self.wait,
-                    vec![Event::CaseLaunched(CaseLaunched {
-                        group: s.group.clone(),
-                        case: s.case.clone(),
-                        process,
-                        deadline_utc_ns,
-                    })],
-                )
-            });
-        if let Err(e) = recorded {
-            // A launch the ledger cannot name is not left running (its case
-            // stays `started` and is invalidated at its deadline).
-            let _ = proc::kill_group(child.id());
-            let _ = child.wait();
-            return Err(e);
-        }
         let result = self.job.join(&name).join("result.json");
         self.running.insert(
             s.case,

@@ -20,3 +20,32 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The argv of a gated launch as `run` spawns it (RUN-3): `/bin/sh` waiting
+/// on its stdin, then on the gate file `PREFIX.PID.go` for `wait_ms` once
+/// its stdin is closed, then `command`.
+pub fn gate_argv(prefix: &std::path::Path, wait_ms: u64, command: &[String]) -> Vec<String> {
+    crate::method::run_plan::launch_gate::GateSpec {
+        prefix: prefix.to_path_buf(),
+        wait: std::time::Duration::from_millis(wait_ms),
+    }
+    .argv(command)
+}
+
+/// Process `pid` as a launch record names it: this machine's host name and
+/// boot id, the pid and its start time (`/proc/PID/stat` field 22).
+pub fn process_ref(pid: u32) -> Option<crate::schema::events::ProcessRef> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let stat = read(&format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    Some(crate::schema::events::ProcessRef {
+        host: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+        boot_id: read("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+        pid,
+        start_ticks: fields.get(19)?.parse().ok()?,
+    })
+}

@@ -25,6 +25,7 @@
 
 mod gates;
 mod history;
+pub mod launch_gate;
 #[cfg(test)]
 mod tests;
 

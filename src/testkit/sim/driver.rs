@@ -185,6 +185,7 @@ impl Sim {
         if let Err(Interrupted(end)) = self.lease(&mut d, holder_gone) {
             return end;
         }
+        self.adopt_gates();
         loop {
             self.steps += 1;
             if self.steps > self.max_steps {
@@ -732,8 +733,9 @@ impl Sim {
             .collect()
     }
 
-    /// Renders, validates and starts one case (`case start`'s decide), then
-    /// spawns its process and records the launch (RUN-3).
+    /// Renders, validates and starts one case (`case start`'s decide) as
+    /// `Runner::launch` does: its launch spawned behind a gate and recorded
+    /// in the start's own append, the gate opened after it (RUN-3).
     fn launch(&mut self, d: &mut Driver, case: CaseRef) -> Act {
         let m = self.lineage().frozen.manifest.public.clone();
         let rendered = match crate::method::trial_config::render(&m, &self.group, &case) {
@@ -752,27 +754,41 @@ impl Sim {
             command: vec!["sim-launch".into(), name.clone()],
             now_utc_ns: self.w.now_ns + SEC,
         };
-        match crate::method::decide::case_start(&self.w.state, cmd) {
-            Ok(events) => self.append(d, events)?,
+        let mut events = match crate::method::decide::case_start(&self.w.state, cmd) {
+            Ok(events) => events,
             Err(e) => return Err(Interrupted(self.refused("case start", &e))),
-        }
-        self.starts_done += 1;
+        };
+        // The gated shell exists: its pid is known, nothing of it runs.
+        let pid = self.gate();
         if self.crash_now() {
-            // Between the durable start and the spawn.
+            // Before the append: the gate reads end of file, nothing ran,
+            // nothing was recorded, the identity is not consumed.
             self.faults.crashes += 1;
             self.machine_dies_maybe();
             return Err(Interrupted(End::Crashed));
         }
-        let pid = self.spawn(&case, &name);
         let deadline = self.w.now_ns + self.timeout_ns();
         self.deadlines.insert(pid, deadline);
-        let launched = Event::CaseLaunched(CaseLaunched {
+        events.push(Event::CaseLaunched(CaseLaunched {
             group: self.gref(),
             case: case.clone(),
             process: self.process(pid),
             deadline_utc_ns: deadline,
-        });
-        self.append(d, vec![launched])?;
+        }));
+        self.append(d, events)?;
+        self.starts_done += 1;
+        if self.crash_now() {
+            // Recorded, never opened: the gate waits for a rerun to adopt
+            // the launch and open it (RUN-3).
+            self.faults.crashes += 1;
+            self.gate_left(pid, &case, &name);
+            // Its launch waits for the next driver: its time spans the crash.
+            self.crossed
+                .insert(format!("{} {}", self.group, case.label()));
+            self.machine_dies_maybe();
+            return Err(Interrupted(End::Crashed));
+        }
+        self.spawn(pid, &case, &name);
         d.running.insert(case, pid);
         Ok(())
     }
@@ -878,6 +894,36 @@ impl Sim {
 
     /// Waits: the time moves to the next thing the wait watches (an exit,
     /// a result, a deadline, `until`, the monitor's or the lease's turn).
+    /// `Runner::adopt_gates`, once the lease is held: the gate of every
+    /// recorded launch that still waits (its driver died after recording
+    /// it) is opened, or closed after a hard stop (RUN-3, VERDICT-3).
+    fn adopt_gates(&mut self) {
+        let boot = format!("boot-{}", self.boot);
+        let l = self.lineage();
+        let stopped = l.stopped.is_some();
+        let gates: Vec<(CaseRef, u32)> = l.groups[&self.group]
+            .cases
+            .iter()
+            .filter_map(|(c, x)| Some((c.clone(), &x.launched.as_ref()?.1.process)))
+            .filter(|(_, p)| p.boot_id == boot)
+            .map(|(c, p)| (c, p.pid))
+            .filter(|(_, pid)| {
+                self.procs
+                    .get(pid)
+                    .is_some_and(|p| p.alive && p.gate_until_ns.is_some())
+            })
+            .collect();
+        for (case, pid) in gates {
+            if stopped {
+                self.kill(pid);
+                continue;
+            }
+            let name = trial_name(&case.task, &self.group, &case);
+            self.faults.gates_opened += 1;
+            self.spawn(pid, &case, &name);
+        }
+    }
+
     fn wait(&mut self, d: &mut Driver, cases: &[CaseRef], until: Option<u64>) -> Act {
         let now = self.w.now_ns;
         let mut next = until.unwrap_or(u64::MAX);

@@ -254,32 +254,64 @@ impl Sim {
         self.spawned.get(trial_name)?.first().copied()
     }
 
-    /// Spawns a case's launch (its process group is its pid).
-    fn spawn(&mut self, case: &CaseRef, name: &str) -> u32 {
+    /// A gated launch's shell: a pid, nothing running yet (RUN-3).
+    fn gate(&mut self) -> u32 {
         self.next_pid += 1;
-        let pid = self.next_pid;
+        self.next_pid
+    }
+
+    /// A recorded gate its driver died before opening: it waits for a
+    /// rerun to open it (RUN-3), and past its wait exits having run
+    /// nothing (no trial directory, no sandbox, no result).
+    fn gate_left(&mut self, pid: u32, case: &CaseRef, name: &str) {
+        let wait = (crate::limits::LAUNCH_GATE_WAIT_SEC * SEC).min(self.timeout_ns());
+        let p = Proc {
+            gate_until_ns: Some(self.w.now_ns + wait),
+            ..self.proc_now(pid, case, name)
+        };
+        self.procs.insert(pid, p);
+    }
+
+    /// Process `pid` of `case` as it starts now: alive, no exit yet.
+    fn proc_now(&self, pid: u32, case: &CaseRef, name: &str) -> Proc {
+        Proc {
+            pid,
+            boot: self.boot,
+            spawned_ns: self.w.now_ns,
+            group: self.group.clone(),
+            case: case.clone(),
+            trial_name: name.to_string(),
+            exits_ns: None,
+            alive: true,
+            ended_ns: None,
+            killed: false,
+            gate_until_ns: None,
+        }
+    }
+
+    /// Opens the gate of launch `pid`: the case's command runs as it (its
+    /// process group is its pid).
+    fn spawn(&mut self, pid: u32, case: &CaseRef, name: &str) {
+        assert!(
+            self.procs
+                .get(&pid)
+                .is_none_or(|p| p.alive && p.gate_until_ns.is_some()),
+            "a gate is opened once, while it waits"
+        );
+        if let Some((_, stop)) = &self.lineage().stopped {
+            let why = format!("{} began running after the hard stop {}", name, stop.rule);
+            self.violation(Violation::new("VERDICT-3", &why));
+        }
         let script = case_script(self.seed, &self.rates, self.scale, &self.group, case);
         self.count_script(&script);
-        let now = self.w.now_ns;
-        self.procs.insert(
-            pid,
-            Proc {
-                pid,
-                boot: self.boot,
-                spawned_ns: now,
-                group: self.group.clone(),
-                case: case.clone(),
-                trial_name: name.to_string(),
-                exits_ns: script.runs_ns.map(|r| now + r),
-                alive: true,
-                ended_ns: None,
-                killed: false,
-            },
-        );
+        let p = Proc {
+            exits_ns: script.runs_ns.map(|r| self.w.now_ns + r),
+            ..self.proc_now(pid, case, name)
+        };
+        self.procs.insert(pid, p);
         self.scripts.insert(pid, script);
         self.spawned.entry(name.to_string()).or_default().push(pid);
         self.dirs.insert(name.to_string());
-        pid
     }
 
     fn count_script(&mut self, s: &CaseScript) {
@@ -316,6 +348,15 @@ impl Sim {
             .collect();
         for pid in pids {
             let p = self.procs[&pid].clone();
+            if let Some(until) = p.gate_until_ns {
+                // A gate nobody opened exits at the end of its wait.
+                if until <= now {
+                    let e = self.procs.get_mut(&pid).expect("a live pid");
+                    e.alive = false;
+                    e.ended_ns = Some(until);
+                }
+                continue;
+            }
             let s = self.scripts[&pid].clone();
             let up_at = p.spawned_ns + s.sandbox_after_ns;
             let exits = p.exits_ns.unwrap_or(u64::MAX);

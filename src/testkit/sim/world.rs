@@ -187,6 +187,9 @@ pub struct Proc {
     pub ended_ns: Option<u64>,
     /// It ended by a kill.
     pub killed: bool,
+    /// While it is a gate whose driver died before opening it: when the
+    /// gate gives up and exits having run nothing (RUN-3).
+    pub gate_until_ns: Option<u64>,
 }
 
 /// A run-tagged sandbox instance.
@@ -315,12 +318,15 @@ pub struct FaultCounts {
     pub second_drivers: u64,
     /// Drivers stalled past their lease (and taken over).
     pub stalls: u64,
+    /// Gates a rerun opened: launches recorded by a driver that died
+    /// before opening them (RUN-3).
+    pub gates_opened: u64,
 }
 
 impl FaultCounts {
     /// Adds another run's counts.
     pub fn add(&mut self, o: &FaultCounts) {
-        let pairs: [(&mut u64, u64); 18] = [
+        let pairs: [(&mut u64, u64); 19] = [
             (&mut self.hangs, o.hangs),
             (&mut self.invalid_results, o.invalid_results),
             (&mut self.missing_results, o.missing_results),
@@ -339,6 +345,7 @@ impl FaultCounts {
             (&mut self.power_losses, o.power_losses),
             (&mut self.second_drivers, o.second_drivers),
             (&mut self.stalls, o.stalls),
+            (&mut self.gates_opened, o.gates_opened),
         ];
         for (a, b) in pairs {
             *a += b;
