@@ -132,6 +132,48 @@ impl Harness {
 }
 
 #[test]
+fn version_names_the_features_and_a_missing_one_says_so_in_help_and_exits_4() {
+    let h = Harness::new();
+    let features: Vec<&str> = [
+        ("aws", cfg!(feature = "aws")),
+        ("parquet", cfg!(feature = "parquet")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    let listed = if features.is_empty() {
+        "none".to_string()
+    } else {
+        features.join(", ")
+    };
+    let v = h.ok(&["--version"]);
+    assert_eq!(
+        v.stdout.trim(),
+        format!(
+            "benchledger {} (features: {listed})",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    let help = h.ok(&["export", "--help"]).stdout;
+    h.init();
+    let before = h.head_bytes();
+    let r = h.run(&["export", "--parquet", "out"]);
+    if cfg!(feature = "parquet") {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(!help.contains("Not in this build"), "{help}");
+    } else {
+        // A verb this build lacks: exit 4 naming the feature, nothing
+        // written, and its help says so (not "on by default").
+        assert_eq!(r.code, 4, "{}", r.stderr);
+        assert!(r.stderr.contains("cargo feature `parquet`"), "{}", r.stderr);
+        assert!(!h.path("out").exists());
+        assert!(help.contains("Not in this build"), "{help}");
+        assert!(!help.contains("on by default"), "{help}");
+    }
+    assert_eq!(h.head_bytes(), before);
+}
+
+#[test]
 fn help_names_every_verb_and_the_exit_codes() {
     let h = Harness::new();
     let r = h.ok(&["--help"]);

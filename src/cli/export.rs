@@ -40,8 +40,8 @@ pub struct ExportArgs {
     pub redacted: Option<PathBuf>,
     /// The request, case and group tables as a Parquet dataset partitioned
     /// by lineage (DIR/<table>/lineage=<label>/part-<head>.parquet), in a
-    /// new or empty directory (cargo feature `parquet`, on by default).
-    #[arg(long, value_name = "DIR")]
+    /// new or empty directory.
+    #[arg(long, value_name = "DIR", long_help = PARQUET_HELP, help = PARQUET_HELP)]
     pub parquet: Option<PathBuf>,
     /// With --parquet: add this ledger's lineages to an existing dataset
     /// (refused for a lineage already in it), so one SQL statement queries
@@ -314,6 +314,12 @@ fn transparency_files(signed: Option<&SignedHead>) -> Vec<BundleFile> {
     }));
     files
 }
+
+/// `export --parquet`'s help, as this build has it.
+#[cfg(feature = "parquet")]
+const PARQUET_HELP: &str = "The request, case and group tables as a Parquet dataset partitioned by lineage (DIR/<table>/lineage=<label>/part-<head>.parquet), in a new or empty directory";
+#[cfg(not(feature = "parquet"))]
+const PARQUET_HELP: &str = "Not in this build (cargo feature `parquet` missing: exits 4; see --version): the request, case and group tables as a Parquet dataset partitioned by lineage";
 
 /// `export --parquet DIR [--append]`: the request, case and group tables
 /// as a Parquet dataset partitioned by lineage (`crate::cli::parquet`).

@@ -57,11 +57,37 @@ Exit codes:
 
 Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
 
+/// The user-facing cargo features this build was compiled with, in
+/// `--version`'s order (`testkit` is test support, never a user's).
+pub fn build_features() -> Vec<&'static str> {
+    [
+        ("aws", cfg!(feature = "aws")),
+        ("parquet", cfg!(feature = "parquet")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect()
+}
+
+/// `--version`: the version and the cargo features compiled in (a verb a
+/// build lacks exits 4 and names its feature).
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let features = build_features();
+        let features = match features.is_empty() {
+            true => "none".to_string(),
+            false => features.join(", "),
+        };
+        format!("{} (features: {features})", env!("CARGO_PKG_VERSION"))
+    })
+}
+
 /// benchledger: a fail-closed, hash-chained evidence ledger for LLM-router
 /// benchmark runs. Operators append every action and observation; auditors
 /// verify the chain and re-derive every verdict from it.
 #[derive(Debug, Parser)]
-#[command(name = "benchledger", version, after_help = AFTER_HELP)]
+#[command(name = "benchledger", version = version_text(), after_help = AFTER_HELP)]
 pub struct Cli {
     /// The ledger directory.
     #[arg(

@@ -80,7 +80,7 @@ fn claim(out: &mut String, claim: &Claim) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "- Tolerances (frozen): quality within {} percentage points of control's {}; cost delta at most {}%",
+        "- Tolerances (frozen): quality no more than {} percentage points below control's {} (one-sided; on a replicated run, the lower end of the 95% paired interval); cost delta at most {}%",
         claim.quality_tolerance_pp, claim.score_name, claim.cost_tolerance_pct
     )?;
     writeln!(
@@ -442,6 +442,9 @@ fn decisions(out: &mut String, decisions: &[DecisionCounts]) -> fmt::Result {
             counts.fallback_model_mismatch
         )?;
     }
+    if decisions.is_empty() {
+        none_row(out, 7, "no evaluation group has requests to count")?;
+    }
     writeln!(out)?;
     writeln!(
         out,
@@ -587,6 +590,9 @@ fn runtime(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Result {
             cell(&group.cleanup.evidence)
         )?;
     }
+    if runtime.is_empty() {
+        none_row(out, 11, "no group of this lineage has recorded evidence")?;
+    }
     writeln!(out)?;
     if let Some(first) = runtime.first() {
         writeln!(out, "Latency: {}.", first.latency)?;
@@ -635,6 +641,9 @@ fn reliability_plane(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Resu
             )?;
         }
     }
+    if runtime.iter().all(|g| g.planes.reliability.is_empty()) {
+        none_row(out, 4 + names.len(), "no traced request was ingested")?;
+    }
     writeln!(out)
 }
 
@@ -665,6 +674,13 @@ fn semantic_plane(out: &mut String, runtime: &[RuntimeEvidence]) -> fmt::Result 
                 line.reward_sum
             )?;
         }
+    }
+    if runtime.iter().all(|g| g.planes.semantic.is_empty()) {
+        none_row(
+            out,
+            6,
+            "no request completed, joined exactly by request id and settled with a reward to credit (an outcome scoped to the whole task credits no single request; BIND-5); what was withheld is listed below",
+        )?;
     }
     writeln!(out)?;
     for group in runtime {
@@ -707,6 +723,9 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
             steady.note.as_deref().map_or(String::new(), cell)
         )?;
     }
+    if economics.steady.is_empty() {
+        none_row(out, 5, "no predeclared policy round")?;
+    }
     writeln!(out)?;
     writeln!(
         out,
@@ -734,6 +753,9 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
                 cumulative.note.as_deref().map_or(String::new(), cell)
             )?,
         }
+    }
+    if economics.cumulative.is_empty() {
+        none_row(out, 6, "no predeclared policy round")?;
     }
     writeln!(out)?;
     footnote(out, &notes)?;
@@ -803,6 +825,7 @@ fn sensitivity(out: &mut String, sensitivity: &CacheSensitivity) -> fmt::Result 
     }
     writeln!(out)?;
     footnote(out, &notes)?;
+    equal_share_deltas(out, sensitivity)?;
     for row in &sensitivity.rows {
         for note in &row.notes {
             writeln!(out, "- {}: {note}", row.group)?;
@@ -812,6 +835,51 @@ fn sensitivity(out: &mut String, sensitivity: &CacheSensitivity) -> fmt::Result 
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Section 10: each round against control at the same cache-read share.
+fn equal_share_deltas(out: &mut String, sensitivity: &CacheSensitivity) -> fmt::Result {
+    writeln!(
+        out,
+        "Each round against control at equal cache-read shares (both repriced on the frozen-price basis): cost delta, round cost vs control cost."
+    )?;
+    writeln!(out)?;
+    let shares: Vec<String> = sensitivity
+        .shares_pct
+        .iter()
+        .map(|share| format!("{share}%"))
+        .collect();
+    writeln!(out, "| round vs control | {} |", shares.join(" | "))?;
+    writeln!(out, "|{}", " --- |".repeat(1 + shares.len()))?;
+    let mut notes = CentsNotes::default();
+    for round in &sensitivity.equal_share_deltas {
+        let cells: Vec<String> = round
+            .at
+            .iter()
+            .map(|at| {
+                let label = format!("{} at {}%", round.round, at.share_pct);
+                format!(
+                    "{} ({} vs {})",
+                    signed_percent(at.delta_pct.as_ref()),
+                    notes.maybe(&label, at.round.as_ref()),
+                    notes.maybe(
+                        &format!("control at {}%", at.share_pct),
+                        at.control.as_ref()
+                    )
+                )
+            })
+            .collect();
+        writeln!(out, "| {} | {} |", round.round, cells.join(" | "))?;
+    }
+    if sensitivity.equal_share_deltas.is_empty() {
+        none_row(
+            out,
+            1 + shares.len(),
+            "no accepted round and accepted control both on the frozen-price basis",
+        )?;
+    }
+    writeln!(out)?;
+    footnote(out, &notes)
 }
 
 /// Section 11.
@@ -922,16 +990,17 @@ fn go_no_go(out: &mut String, go_no_go: &GoNoGo) -> fmt::Result {
     }
     writeln!(
         out,
-        "| round | comparable | quality within | cost within | cumulative cost within |"
+        "| round | comparable | quality not below the tolerance | quality on | cost within | cumulative cost within |"
     )?;
-    writeln!(out, "| --- | --- | --- | --- | --- |")?;
+    writeln!(out, "| --- | --- | --- | --- | --- | --- |")?;
     for check in &go_no_go.rounds {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             check.round,
             if check.comparable { "yes" } else { "no" },
             yes_no(check.quality_within),
+            check.quality_on.as_deref().unwrap_or("-"),
             yes_no(check.cost_within),
             yes_no(check.cumulative_cost_within)
         )?;
@@ -1090,6 +1159,13 @@ fn series_list(series: &BTreeMap<String, Money>, owner: &str, notes: &mut CentsN
         .map(|(name, amount)| format!("{name} {}", notes.money(&format!("{owner} {name}"), amount)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The one row of a table that has none: "none" and why, so that an empty
+/// table never reads as a header someone forgot to fill.
+fn none_row(out: &mut String, columns: usize, why: &str) -> fmt::Result {
+    assert!(columns >= 1, "a table has a column");
+    writeln!(out, "| none: {} |{}", cell(why), " |".repeat(columns - 1))
 }
 
 fn yes_no(answer: Option<bool>) -> &'static str {

@@ -36,8 +36,9 @@
 //!   `accepted`, the exact case intersection excludes nothing (REPORT-2,
 //!   REPORT-4) and both have a cost on the basis.
 //! - Cost within tolerance: cost delta % <= the frozen `cost_tolerance_pct`;
-//!   quality within tolerance: official score delta (percentage points)
-//!   >= -`quality_tolerance_pct`.
+//!   quality (one-sided, REPORT-2): official score delta (percentage
+//!   points) >= -`quality_tolerance_pct`; on a replicated run the lower end
+//!   of the round's 95% paired interval instead (REPORT-4).
 //! - The bootstrap (replicated runs, trials >= 3): [`SplitMix64`] seeded
 //!   with the frozen `interval_seed`, `interval_resamples` resamples of the
 //!   n case pairs with replacement (unbiased bounded draws), the mean delta

@@ -741,6 +741,32 @@ pub struct CacheSensitivity {
     pub method: String,
     /// One per notional amount.
     pub rows: Vec<SensitivityRow>,
+    /// Each accepted round against an accepted control, both on the
+    /// frozen-price basis, at the same cache-read share (issue 31: the
+    /// correction report 001 is known for).
+    pub equal_share_deltas: Vec<EqualShareDelta>,
+}
+
+/// A round against control at equal cache-read shares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EqualShareDelta {
+    /// The round.
+    pub round: String,
+    /// At each share of [`CacheSensitivity::shares_pct`], in order.
+    pub at: Vec<ShareDelta>,
+}
+
+/// The round's and control's cost at one share, and the delta.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShareDelta {
+    /// Percent of the prompt tokens read from a cache.
+    pub share_pct: u32,
+    /// The round's cost at that share.
+    pub round: Option<Money>,
+    /// Control's cost at that share.
+    pub control: Option<Money>,
+    /// (round / control - 1) x 100, when both are priced.
+    pub delta_pct: Option<Ratio>,
 }
 
 /// A failed, invalid or unfinished case attempt.
@@ -835,8 +861,12 @@ pub struct RoundCheck {
     pub round: String,
     /// Accepted and comparable with control.
     pub comparable: bool,
-    /// Official score delta within the quality tolerance.
+    /// No more than the quality tolerance below control (REPORT-2): on a
+    /// replicated run by the lower end of the round's 95% paired interval
+    /// (REPORT-4), else by the official score delta.
     pub quality_within: Option<bool>,
+    /// The figure the quality check compared with the tolerance.
+    pub quality_on: Option<String>,
     /// Cost delta within the cost tolerance.
     pub cost_within: Option<bool>,
     /// Cumulative cost delta through this round within the cost tolerance.

@@ -139,8 +139,9 @@ pub fn score_delta_pp(p_round: u64, n_round: u64, p_control: u64, n_control: u64
     )
 }
 
-/// Quality within the predeclared tolerance: the score delta in percentage
-/// points is at least `-tolerance_pp` (exact).
+/// Quality no more than the predeclared tolerance below control: the score
+/// delta in percentage points is at least `-tolerance_pp` (exact,
+/// one-sided). Without a case on either side it does not hold.
 pub fn quality_within(
     p_round: u64,
     n_round: u64,
@@ -148,17 +149,17 @@ pub fn quality_within(
     n_control: u64,
     tolerance_pp: Dec,
 ) -> bool {
-    if n_round == 0 || n_control == 0 {
-        return false;
-    }
-    let (p_round, n_round) = (i128::from(p_round), i128::from(n_round));
-    let (p_control, n_control) = (i128::from(p_control), i128::from(n_control));
+    score_delta_pp(p_round, n_round, p_control, n_control)
+        .is_some_and(|delta| not_below_tolerance(&delta, tolerance_pp))
+}
+
+/// Whether `delta_pp` is no more than `tolerance_pp` points below zero
+/// (exact): `num / den >= -m / 10^s`.
+pub fn not_below_tolerance(delta_pp: &Ratio, tolerance_pp: Dec) -> bool {
     let Some(scale) = 10i128.checked_pow(tolerance_pp.scale()) else {
         return false;
     };
-    // 100 (pr nc - pc nr) / (nr nc) >= -m / s  <=>  100 (pr nc - pc nr) s >= -m nr nc
-    100 * (p_round * n_control - p_control * n_round) * scale
-        >= -tolerance_pp.mantissa() * n_round * n_control
+    i128::from(delta_pp.num) * scale >= -tolerance_pp.mantissa() * i128::from(delta_pp.den)
 }
 
 /// Cost within the predeclared tolerance: the cost delta % is at most

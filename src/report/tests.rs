@@ -399,6 +399,19 @@ fn the_short13_report_has_every_section_and_numbers_from_its_json() {
         .iter()
         .any(|c| c.contains("cash-spend")));
     assert_eq!(rep.go_no_go.decision, Decision::Go);
+    // The go/no-go line says what it checks: one-sided (REPORT-2).
+    assert!(
+        rep.go_no_go
+            .line
+            .contains("no more than 7.7 points below control"),
+        "REPORT-2: {}",
+        rep.go_no_go.line
+    );
+    // An empty table says "none" and why, never a bare header (REPORT-6).
+    assert!(
+        md.contains("| none: no request completed, joined exactly by request id"),
+        "REPORT-6"
+    );
     assert!(md.contains(CHART_FILE));
     let svg = render_svg(&rep);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

@@ -27,10 +27,12 @@ use crate::schema::money::Dec;
 pub const PUBLIC_TASKS: usize = 89;
 /// Trials per case of a public reproduction (CLASS-1).
 pub const PUBLIC_TRIALS: usize = 5;
-/// Task count bounds of a mechanism iteration (CLASS-1).
-pub const MECHANISM_TASKS_MIN: usize = 8;
-/// Upper bound of a mechanism iteration's tasks.
-pub const MECHANISM_TASKS_MAX: usize = 20;
+/// Task count bounds of a mechanism iteration (CLASS-1, corrected): a
+/// predeclared slice of any size up to the whole set, one trial per case
+/// (BitRouter's report 001 is 88 x 1).
+pub const MECHANISM_TASKS_MIN: usize = 1;
+/// Upper bound of a mechanism iteration's tasks: the whole set.
+pub const MECHANISM_TASKS_MAX: usize = PUBLIC_TASKS;
 /// Fewest trials per case of a replicated experiment (CLASS-1).
 pub const REPLICATED_TRIALS_MIN: usize = 3;
 /// The EC2 Standard On-Demand vCPU quota code (GATE-2).
@@ -43,7 +45,8 @@ crate::schema::named::named_enum! {
     pub enum RunClass {
         /// A non-evaluation canary: canary identities only.
         Canary = "canary",
-        /// 8-20 predeclared tasks, one trial per case.
+        /// A predeclared slice of any size up to all 89 tasks, one trial
+        /// per case.
         MechanismIteration = "mechanism_iteration",
         /// >= 3 trials per case.
         ReplicatedExperiment = "replicated_experiment",

@@ -183,7 +183,7 @@ fn refused_for_round(
     }
     if check.quality_within == Some(false) {
         refused.push(format!(
-            "success for {}: its score is outside the predeclared quality tolerance of {} points (CLASS-5)",
+            "success for {}: its score is more than the predeclared quality tolerance of {} points below control's (CLASS-5)",
             row.group,
             ctx.manifest.method.quality_tolerance_pct.canonical()
         ));

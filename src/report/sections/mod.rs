@@ -299,7 +299,8 @@ pub(crate) fn report(ctx: &Ctx<'_>, head: LedgerHead) -> Report {
     let groups = groups::group_rows(ctx);
     let decisions = evidence::decision_counts(ctx);
     let economics = economics::economics(ctx, &groups);
-    let checks = go_no_go::round_checks(ctx, &groups, &economics);
+    let paired = paired::paired(ctx);
+    let checks = go_no_go::round_checks(ctx, &groups, &economics, &paired);
     let refused = claim::refused_claims(ctx, &groups, &decisions, &checks);
     let hashes = frozen::hashes(ctx, &control);
     Report {
@@ -312,7 +313,7 @@ pub(crate) fn report(ctx: &Ctx<'_>, head: LedgerHead) -> Report {
         control,
         basis: ctx.basis.clone(),
         chart: groups::chart_points(ctx),
-        paired: paired::paired(ctx),
+        paired,
         settlement: evidence::settlement_audits(ctx),
         runtime: evidence::runtime_evidence(ctx),
         failures: failures::failures(ctx),

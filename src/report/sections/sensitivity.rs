@@ -14,8 +14,10 @@ use crate::schema::money::{Dec, Rates};
 
 use super::basis::CostBasis;
 use super::{Ctx, OpenedGroup};
-use crate::report::model::{CacheSensitivity, SensitivityRow, SensitivitySource, ShareCost};
-use crate::report::numbers::{Money, Ratio};
+use crate::report::model::{
+    CacheSensitivity, EqualShareDelta, SensitivityRow, SensitivitySource, ShareCost, ShareDelta,
+};
+use crate::report::numbers::{delta_pct, Money, Ratio};
 
 /// The shares of the prompt tokens read from a cache, percent: the table's
 /// columns in order (0% first: the imputed zero-cache upper bound).
@@ -45,15 +47,58 @@ struct Repriced {
 /// (canaries included): a group's cost on the frozen-price basis when the
 /// report compares costs on it, else the group's own notional series.
 pub(super) fn cache_sensitivity(ctx: &Ctx<'_>) -> CacheSensitivity {
-    let rows = ctx
+    let rows: Vec<SensitivityRow> = ctx
         .opened_groups()
         .filter_map(|group| sensitivity_of(ctx, &group))
         .collect();
+    let rounds: Vec<&str> = ctx.rounds().map(|round| round.name.as_str()).collect();
     CacheSensitivity {
         shares_pct: CACHE_READ_SHARES_PCT.to_vec(),
         method: METHOD.into(),
+        equal_share_deltas: equal_share_deltas(&rows, &rounds),
         rows,
     }
+}
+
+/// Each round's row against control's at the same share: only rows on the
+/// frozen-price basis (accepted, compared on one basis, REPORT-2).
+fn equal_share_deltas(rows: &[SensitivityRow], rounds: &[&str]) -> Vec<EqualShareDelta> {
+    let on_basis = |group: &str| {
+        rows.iter().find(|row| {
+            row.group == group
+                && row.source == SensitivitySource::FrozenPriceBasis
+                && !row.diagnostics_only
+        })
+    };
+    let Some(control) = on_basis("control") else {
+        return Vec::new();
+    };
+    rounds
+        .iter()
+        .filter_map(|round| on_basis(round))
+        .map(|row| {
+            assert_eq!(row.costs.len(), control.costs.len(), "one share list");
+            let at = row
+                .costs
+                .iter()
+                .zip(&control.costs)
+                .map(|(r, c)| ShareDelta {
+                    share_pct: r.share_pct,
+                    delta_pct: r
+                        .cost
+                        .as_ref()
+                        .zip(c.cost.as_ref())
+                        .and_then(|(r, c)| delta_pct(r.micro_usd, c.micro_usd)),
+                    round: r.cost.clone(),
+                    control: c.cost.clone(),
+                })
+                .collect();
+            EqualShareDelta {
+                round: row.group.clone(),
+                at,
+            }
+        })
+        .collect()
 }
 
 fn sensitivity_of(ctx: &Ctx<'_>, group: &OpenedGroup<'_, '_>) -> Option<SensitivityRow> {
@@ -317,5 +362,64 @@ mod tests {
         assert!(why.contains("a:economy has no cache-read price"), "{why}");
         repriced.unpriced.insert("b:gone".into());
         assert!(cost_at(&repriced, 0).is_err());
+    }
+}
+
+#[cfg(test)]
+mod equal_share_tests {
+    use super::*;
+
+    fn row(group: &str, costs: [u64; 2], diagnostics_only: bool) -> SensitivityRow {
+        SensitivityRow {
+            group: group.into(),
+            diagnostics_only,
+            source: SensitivitySource::FrozenPriceBasis,
+            requests: 1,
+            prompt_tokens: 1,
+            cache_read_tokens: 0,
+            observed_share_pct: None,
+            observed: Money::new(costs[0]),
+            costs: [0, 100]
+                .into_iter()
+                .zip(costs)
+                .map(|(share_pct, c)| ShareCost {
+                    share_pct,
+                    cost: Some(Money::new(c)),
+                })
+                .collect(),
+            zero_cache_upper_bound: true,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_round_is_compared_with_control_at_the_same_share() {
+        // 001's r2: -32.80% at 0% cache reads, -28.62% at equal shares.
+        let rows = [
+            row("control", [330_700_000, 100_000_000], false),
+            row("r1", [222_230_400, 71_380_000], false),
+            row("r2", [1, 1], true),
+        ];
+        let deltas = equal_share_deltas(&rows, &["r1", "r2"]);
+        // rule REPORT-2: only accepted rounds on the one basis
+        assert_eq!(
+            deltas.len(),
+            1,
+            "REPORT-2: a diagnostics-only round is left out"
+        );
+        let at: Vec<&str> = deltas[0]
+            .at
+            .iter()
+            .map(|a| a.delta_pct.as_ref().unwrap().text.as_str())
+            .collect();
+        assert_eq!(at, ["-32.80", "-28.62"], "REPORT-2");
+        assert_eq!(
+            deltas[0].at[0].control.as_ref().unwrap().usd_cents,
+            "330.70"
+        );
+        assert!(
+            equal_share_deltas(&rows[1..], &["r1"]).is_empty(),
+            "no control"
+        );
     }
 }
