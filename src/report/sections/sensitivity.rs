@@ -70,7 +70,7 @@ fn equal_share_deltas(rows: &[SensitivityRow], rounds: &[&str]) -> Vec<EqualShar
                 && !row.diagnostics_only
         })
     };
-    let Some(control) = on_basis("control") else {
+    let Some(control) = on_basis(super::CONTROL) else {
         return Vec::new();
     };
     rounds
