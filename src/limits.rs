@@ -134,3 +134,16 @@ pub const READ_COPY_DEPTH_MAX: usize = 4;
 /// bytes: a longer one (or one with other than letters, digits, `.`, `_`,
 /// `-`) is described by its length only (`schema::secrets::echo_name`).
 pub const ECHOED_NAME_BYTES_MAX: usize = 64;
+
+/// Most security groups a provisioned central host is launched with
+/// (`[central.launch]`; EC2 allows 5 per interface).
+pub const CENTRAL_SECURITY_GROUPS_MAX: usize = 5;
+/// Longest `[central.launch] ready_timeout_sec` a manifest may freeze, in
+/// seconds.
+pub const CENTRAL_READY_TIMEOUT_SEC_MAX: u64 = 3_600;
+/// Poll interval while `central up` waits for the launched host to be
+/// `running`, in milliseconds.
+pub const CENTRAL_READY_POLL_MS: u64 = 2_000;
+/// Longest wait for `central down`'s terminated host to leave every live
+/// state, in milliseconds.
+pub const CENTRAL_TEARDOWN_WAIT_MS: u64 = 600_000;

@@ -910,6 +910,9 @@ fn run_killed_at_many_points_and_rerun_starts_every_identity_at_most_once_and_se
 #[cfg(feature = "aws")]
 mod moto {
     use super::*;
+
+    #[path = "central.rs"]
+    mod central;
     use std::io::{Read, Write as _};
 
     /// moto's caller identity.
@@ -1047,12 +1050,22 @@ mod moto {
 
     /// As `on_moto`, at `concurrency`.
     fn on_moto_at(cases: u32, concurrency: u32, principal: &str) -> (Harness, String, String) {
+        on_moto_edited(cases, concurrency, principal, &|m| m.to_string())
+    }
+
+    /// As `on_moto_at`, with the test manifest edited first.
+    fn on_moto_edited(
+        cases: u32,
+        concurrency: u32,
+        principal: &str,
+        edit: &dyn Fn(&str) -> String,
+    ) -> (Harness, String, String) {
         assert!(
             std::env::var("BENCHLEDGER_AWS_ENDPOINT_URL").is_ok(),
             "moto tests need BENCHLEDGER_AWS_ENDPOINT_URL: run tools/moto/test-aws.sh"
         );
         let text = private(principal);
-        let (h, url) = ready_with(cases, concurrency, &text, false);
+        let (h, url) = ready_edited(cases, concurrency, &text, false, edit);
         let aws = h.path(".aws");
         std::fs::create_dir_all(&aws).unwrap();
         std::fs::write(

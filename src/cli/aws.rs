@@ -48,7 +48,7 @@ pub(crate) struct Private {
     pub(crate) key: [u8; 32],
 }
 
-pub(crate) fn read_private(l: &LineageState, path: &PathBuf) -> anyhow::Result<Private> {
+pub(crate) fn read_private(l: &LineageState, path: &std::path::Path) -> anyhow::Result<Private> {
     let text = crate::cli::common::read_text(path)?;
     let source = path.display().to_string();
     crate::method::freeze::check_private(&l.frozen.manifest, &text, &source)?;

@@ -137,8 +137,15 @@ mod with_aws {
             }
             Err(e) => (String::from("unproven"), Err(e)),
         };
-        let obs =
-            rules::audit_observation(g, m, &session.region, &identity, &history.tracked, &outcome);
+        let obs = rules::audit_observation(
+            g,
+            m,
+            crate::method::central::excluded_id(l),
+            &session.region,
+            &identity,
+            &history.tracked,
+            &outcome,
+        );
         let done = append(cli, wait, vec![Event::CleanupAudited(obs.clone())])?;
         Ok((done[0].seq, obs))
     }

@@ -6,6 +6,7 @@ mod audit;
 #[cfg(feature = "aws")]
 mod aws;
 mod case;
+mod central;
 mod check;
 mod cleanup;
 mod common;
@@ -186,6 +187,11 @@ pub enum Command {
     /// the `aws` feature).
     #[command(subcommand)]
     Cleanup(cleanup::CleanupCommand),
+    /// The central BitRouter host: provisioned once or the reused one
+    /// checked, and torn down (FREEZE-8, GATE-2, CLEAN-1..3; needs the `aws`
+    /// feature).
+    #[command(subcommand)]
+    Central(central::CentralCommand),
     /// Gate observations: daemon health, provider sentinels, binary hash,
     /// config validation (GATE-3, GATE-4, GATE-7) and residue (AWS).
     #[command(
@@ -341,6 +347,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Identity(c) => identity::run_identity(cli, c, wait),
         Command::Quota(c) => quota::run_quota(cli, c, wait),
         Command::Cleanup(c) => cleanup::run_cleanup(cli, c, wait),
+        Command::Central(c) => central::run_central(cli, c, wait),
         Command::Check(c) => check::run_check(cli, c, wait),
         Command::Gate(a) => gate::run_gate(cli, a, wait),
         Command::Replay(a) => replay::run_replay(cli, a, wait),

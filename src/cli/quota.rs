@@ -88,7 +88,12 @@ mod with_aws {
         let outcome = match queried_identity(session, l, private) {
             // RUN-1: for the slots a wave may fill now; the run's own live
             // sandboxes are in the regional use.
-            Ok(_) => aws::measure_quota(session, m, crate::method::run_plan::free_slots(l)),
+            Ok(_) => aws::measure_quota(
+                session,
+                m,
+                crate::method::run_plan::free_slots(l),
+                crate::method::central::still_to_come(l, None),
+            ),
             Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
             Err(e) => Err(e),
         };

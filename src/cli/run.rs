@@ -684,6 +684,7 @@ impl Runner<'_> {
     /// verdict does not hold) naming the hard stop, if one ended the
     /// lineage (VERDICT-3).
     fn done(&self, l: &LineageState, status: &str) -> anyhow::Result<ExitCode> {
+        self.central_teardown()?;
         if !self.args.json {
             outln!("{} sealed: {status}", self.spec)?;
             self.print_table()?;
@@ -702,6 +703,43 @@ impl Runner<'_> {
             self.spec
         );
         Ok(ExitCode::from(ExitClass::CheckFailed.code()))
+    }
+
+    /// After the lineage's last group or a hard stop: the central host this
+    /// lineage provisioned is torn down and audited (`central down`).
+    #[cfg(not(feature = "aws"))]
+    fn central_teardown(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    #[cfg(feature = "aws")]
+    fn central_teardown(&self) -> anyhow::Result<()> {
+        // The state as of now: the seal this run just appended included.
+        let ledger = Ledger::open(&self.cli.ledger, self.wait)?;
+        let state = crate::cli::common::decide_state(&ledger)?;
+        drop(ledger);
+        let l = state.lineage(parse_group(&self.spec).0.as_deref())?;
+        if !crate::method::central::teardown_due(l) {
+            return Ok(());
+        }
+        self.say("tearing the central host down (central down)");
+        let private = crate::cli::aws::optional_private(l, &self.args.private)?;
+        let (session, target) = crate::cli::aws::open_session(l, private.as_ref())?;
+        if let Some(o) =
+            crate::cli::central::down(self.cli, self.wait, l, &session, &target, private.as_ref())?
+        {
+            self.say(&format!(
+                "central host {} torn down: {} (seq {})",
+                o.obs.target,
+                if o.obs.status == Status::Pass {
+                    "none left"
+                } else {
+                    "NOT at zero"
+                },
+                o.seq
+            ));
+        }
+        Ok(())
     }
 
     /// The sealed verdict's table, as `gate` prints it, replayed from the
@@ -785,6 +823,18 @@ impl Runner<'_> {
                 crate::cli::identity::prove(self.cli, self.wait, l, &session, &target, p)?
                     .obs
                     .status
+            }
+            GateId::CentralHost => {
+                crate::cli::central::up(
+                    self.cli,
+                    self.wait,
+                    l,
+                    &session,
+                    &target,
+                    private.as_ref(),
+                )?
+                .obs
+                .status
             }
             GateId::Quota => {
                 crate::cli::quota::check_quota(

@@ -111,10 +111,13 @@ pub(crate) fn operator_lists_of(ledger: &Ledger) -> anyhow::Result<OperatorLists
     let mut out = Vec::new();
     for v in ledger.records()? {
         let v = v?;
-        if let crate::schema::events::Event::ManifestFrozenV2(m) = &v.decoded.event {
-            let keys = crate::method::trust::role_keys(&m.plan, SignOffRole::Operator);
-            out.push((v.decoded.record.seq, keys));
-        }
+        let plan = match &v.decoded.event {
+            crate::schema::events::Event::ManifestFrozenV2(m) => &m.plan,
+            crate::schema::events::Event::ManifestFrozenV3(m) => &m.plan,
+            _ => continue,
+        };
+        let keys = crate::method::trust::role_keys(plan, SignOffRole::Operator);
+        out.push((v.decoded.record.seq, keys));
     }
     Ok(out)
 }

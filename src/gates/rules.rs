@@ -481,6 +481,7 @@ pub fn quota_numbers(
     live: &[LiveInstance],
     vcpus: &BTreeMap<String, u64>,
     slots: u32,
+    central_to_come: bool,
 ) -> Result<QuotaNumbers, AwsError> {
     let mut used = 0u64;
     for i in live
@@ -500,7 +501,10 @@ pub fn quota_numbers(
     let mut required = u64::from(slots)
         .saturating_mul(m.sandbox.vcpu)
         .saturating_add(m.aws.quota_headroom_vcpu);
-    if m.central.mode == CentralMode::Provision && !central_live {
+    // GATE-2: the central host's vCPUs only while it is still to be
+    // provisioned (no observation of it recorded; `method::central`) and
+    // not already live in the region's use.
+    if m.central.mode == CentralMode::Provision && central_to_come && !central_live {
         required = required.saturating_add(m.central.vcpu);
     }
     Ok(QuotaNumbers {
@@ -681,14 +685,7 @@ impl RunTags {
 /// only by the manifest's instance id (CLEAN-2): the instance itself, or a
 /// volume or interface found attached to it.
 pub fn is_excluded(r: &FoundResource, central_instance_id: Option<&str>) -> bool {
-    let Some(c) = central_instance_id else {
-        return false;
-    };
-    if r.resource == "instance" {
-        return r.id == c;
-    }
-    let attached = format!("attachment_of:{c}");
-    r.found_by.split(',').any(|h| h == attached)
+    r.is_central(central_instance_id)
 }
 
 /// Pass when everything found is excluded (CLEAN-2's zero tail).
@@ -700,18 +697,20 @@ pub fn audit_status(found: &[FoundResource], central_instance_id: Option<&str>) 
     }
 }
 
-/// The `cleanup_audited` observation. `identity` is the redacted principal
-/// the queries ran as; on a failed query `found` is empty and `error` says
-/// why.
+/// The `cleanup_audited` observation. `central` is the one instance it
+/// may exclude (CLEAN-2: the frozen id of a reused host, or the recorded id
+/// of a provisioned one, `method::central::excluded_id`). `identity` is the
+/// redacted principal the queries ran as; on a failed query `found` is
+/// empty and `error` says why.
 pub fn audit_observation(
     group: GroupRef,
     m: &ManifestFile,
+    central: Option<String>,
     region: &str,
     identity: &str,
     tracked: &BTreeSet<String>,
     outcome: &Result<Vec<FoundResource>, AwsError>,
 ) -> CleanupAudited {
-    let central = m.central.instance_id.clone();
     let (found, status, error) = match outcome {
         Ok(f) => (f.clone(), audit_status(f, central.as_deref()), None),
         Err(e) => (Vec::new(), Status::Fail, Some(e.0.clone())),

@@ -29,7 +29,9 @@ pub(crate) fn frozen(
         assert!(q.contains(a), "private example lacks {a:?}");
         q = q.replacen(a, b, 1);
     }
-    crate::method::freeze::freeze(&p, "manifest.toml", &q, "manifest.private.toml").unwrap()
+    crate::method::freeze::freeze(&p, "manifest.toml", &q, "manifest.private.toml")
+        .unwrap()
+        .v2
 }
 
 pub(crate) fn moto_principal() -> crate::schema::events::ManifestFrozenV2 {
@@ -302,13 +304,13 @@ fn quota_arithmetic() {
         inst("i-1", "m5.large", "running", &[]),
         inst("i-2", "m5.large", "pending", &[]),
     ];
-    let n = quota_numbers(&m, 14, &live, &vcpus, 1).unwrap();
+    let n = quota_numbers(&m, 14, &live, &vcpus, 1, true).unwrap();
     assert_eq!(
         (n.used_vcpu, n.available_vcpu, n.required_vcpu),
         (4, 10, 10)
     );
     assert_eq!(n.status(), Status::Pass, "available == required passes");
-    let n = quota_numbers(&m, 13, &live, &vcpus, 1).unwrap();
+    let n = quota_numbers(&m, 13, &live, &vcpus, 1, true).unwrap();
     assert_eq!(n.status(), Status::Fail, "one below fails");
     // A live central host (run tag + central role) is in the use, not added again.
     let central = inst(
@@ -321,14 +323,14 @@ fn quota_arithmetic() {
         ],
     );
     let with_central = [live.clone(), vec![central]].concat();
-    let n = quota_numbers(&m, 14, &with_central, &vcpus, 1).unwrap();
+    let n = quota_numbers(&m, 14, &with_central, &vcpus, 1, true).unwrap();
     assert!(n.central_live);
     assert_eq!((n.used_vcpu, n.required_vcpu, n.available_vcpu), (8, 6, 6));
     // Reuse never adds the central host.
     m.central.mode = CentralMode::Reuse;
     m.central.instance_id = Some("i-other".into());
     assert_eq!(
-        quota_numbers(&m, 14, &live, &vcpus, 1)
+        quota_numbers(&m, 14, &live, &vcpus, 1, true)
             .unwrap()
             .required_vcpu,
         6
@@ -336,19 +338,19 @@ fn quota_arithmetic() {
     // Stopped instances are not in the use; an unknown type is an error.
     let stopped = vec![inst("i-3", "zz.huge", "stopped", &[])];
     assert_eq!(
-        quota_numbers(&m, 14, &stopped, &vcpus, 1)
+        quota_numbers(&m, 14, &stopped, &vcpus, 1, true)
             .unwrap()
             .used_vcpu,
         0
     );
     let unknown = vec![inst("i-4", "zz.huge", "running", &[])];
-    assert!(quota_numbers(&m, 14, &unknown, &vcpus, 1)
+    assert!(quota_numbers(&m, 14, &unknown, &vcpus, 1, true)
         .unwrap_err()
         .0
         .contains("zz.huge"));
     // Use past the quota leaves 0 available, never a wrap.
     assert_eq!(
-        quota_numbers(&m, 1, &live, &vcpus, 1)
+        quota_numbers(&m, 1, &live, &vcpus, 1, true)
             .unwrap()
             .available_vcpu,
         0
@@ -524,8 +526,8 @@ fn a_sandbox_is_owned_only_when_its_trial_tag_names_a_running_case() {
     let mut m3 = m.clone();
     m3.limits.concurrency = 3;
     let vcpus: BTreeMap<String, u64> = [("m5.large".to_string(), 2)].into();
-    let two = quota_numbers(&m3, 100, &[], &vcpus, 2).unwrap();
-    let three = quota_numbers(&m3, 100, &[], &vcpus, 9).unwrap();
+    let two = quota_numbers(&m3, 100, &[], &vcpus, 2, true).unwrap();
+    let three = quota_numbers(&m3, 100, &[], &vcpus, 9, true).unwrap();
     assert_eq!(
         three.required_vcpu - two.required_vcpu,
         2,
@@ -533,7 +535,7 @@ fn a_sandbox_is_owned_only_when_its_trial_tag_names_a_running_case() {
     );
     assert_eq!(
         three.required_vcpu,
-        quota_numbers(&m3, 100, &[], &vcpus, 3)
+        quota_numbers(&m3, 100, &[], &vcpus, 3, true)
             .unwrap()
             .required_vcpu,
         "slots are clamped to the concurrency"

@@ -401,8 +401,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            8,
-            "402089603b41b46dbfc5b5217fe5fa85eee1fc8abb84cce39a2d24e92887ca00".to_string()
+            9,
+            "792095fb540c41782a5db89ec3d17a95bb831934a31dca5ba7c620d94d570a0d".to_string()
         ),
         "state layout changed"
     );

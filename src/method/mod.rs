@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod binding;
+pub mod central;
 pub mod checkpointed;
 pub mod decide;
 pub mod freeze;

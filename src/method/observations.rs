@@ -158,6 +158,12 @@ fn check(l: &LineageState, e: &CheckRecorded) -> Option<Refutation> {
             }
         }
         CheckKind::ConfigValidated => return config_validated(l, d),
+        CheckKind::CentralHost => crate::method::central::refutation(l, e),
+        CheckKind::CentralTeardown => match detail_number(d, "live_count") {
+            Ok(0) => None,
+            Ok(n) => Some(format!("it found {n} live central hosts")),
+            Err(why) => Some(why),
+        },
         CheckKind::Canary | CheckKind::SourceHash => None,
     };
     why.map(|why| Refutation {

@@ -9,13 +9,14 @@ use crate::error::{Error, Result};
 use crate::log::ledger::Ledger;
 use crate::method::observations::{refute, Refutation};
 use crate::schema::events::{
-    CaseInvalidated, CaseLaunched, CaseRef, CaseStarted, ChargeStatus, CheckKind, CleanupAudited,
-    CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event, EvidenceRefused,
-    FeedbackApplied, GroupOpened, GroupRef, GroupSealed, HarborJobRecorded, LineageStopped,
-    ManifestFrozen, Protocol, ReceiptState, ReconciliationStatus, RunLeased,
+    CaseInvalidated, CaseLaunched, CaseRef, CaseStarted, ChargeStatus, CheckKind, CheckRecorded,
+    CleanupAudited, CommandKilled, ControlRegistered, ControlReused, CredentialFound, Event,
+    EvidenceRefused, FeedbackApplied, GroupOpened, GroupRef, GroupSealed, HarborJobRecorded,
+    LineageStopped, ManifestFrozen, Protocol, ReceiptState, ReconciliationStatus, RunLeased,
     SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets, TraceStatus, TrialFactsRecorded,
     TrialResultRecordedV2, UsageOrigin,
 };
+use crate::schema::manifest::CentralLaunch;
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
 
@@ -462,6 +463,11 @@ pub struct LineageState {
     pub stopped: Option<(At, LineageStopped)>,
     /// The control this lineage reuses instead of launching one (LINEAGE-6).
     pub control_reused: Option<(At, ControlReused)>,
+    /// How its central host is launched (`manifest_frozen.v3`), if frozen.
+    pub central_launch: Option<CentralLaunch>,
+    /// The latest `central_host` and `central_teardown` observations as
+    /// recorded (what the report's topology names).
+    pub central_seen: BTreeMap<CheckKind, (At, CheckRecorded)>,
 }
 
 impl LineageState {
@@ -693,6 +699,8 @@ impl State {
                 gates: Gates::default(),
                 stopped: None,
                 control_reused: None,
+                central_launch: None,
+                central_seen: BTreeMap::new(),
             },
         );
     }
@@ -703,6 +711,13 @@ impl State {
         match event {
             Event::ManifestFrozen(f) => self.frozen(seq, (**f).clone(), None),
             Event::ManifestFrozenV2(f) => self.frozen(seq, f.v1_view(), Some(f.plan.clone())),
+            Event::ManifestFrozenV3(f) => {
+                let (v2, launch) = f.split();
+                self.frozen(seq, v2.v1_view(), Some(v2.plan));
+                if let Some(l) = self.lineages.get_mut(&f.lineage) {
+                    l.central_launch = Some(launch);
+                }
+            }
             Event::ManifestSignedOff(s) => {
                 if let Some(l) = self.lineages.get_mut(&s.lineage) {
                     l.sign_offs.entry(s.role).or_insert_with(|| SignOff {
@@ -740,6 +755,9 @@ impl State {
             Event::CheckRecorded(e) => {
                 if let Some(l) = self.lineages.get_mut(&e.lineage) {
                     let refuted = refute(l, event);
+                    if matches!(e.check, CheckKind::CentralHost | CheckKind::CentralTeardown) {
+                        l.central_seen.insert(e.check, (at, e.clone()));
+                    }
                     l.gates.checks.insert(
                         CheckKey {
                             kind: e.check,

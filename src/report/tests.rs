@@ -802,3 +802,83 @@ fn every_run_class_words_its_claims_as_its_class_allows() {
         assert!(render_svg(&rep).contains(&format!("{} (%)", rep.claim.score_name)));
     }
 }
+
+#[test]
+fn section_3_names_the_central_host_and_where_it_was_observed() {
+    use crate::method::projections::At;
+    use crate::schema::central::{CentralAction, CentralInstance};
+    let mut state = short13();
+    let head_seq = state.head_seq.unwrap();
+    let md = render_markdown(&build(&state, None, head()).unwrap());
+    assert!(
+        !md.contains("central host observed"),
+        "an operator-provisioned host is not observed"
+    );
+    let l = state.lineages.get_mut(L).unwrap();
+    l.central_launch = Some(crate::schema::manifest::CentralLaunch {
+        subnet_id: "subnet-0a".into(),
+        security_group_ids: vec!["sg-0a".into()],
+        ready_timeout_sec: 60,
+    });
+    let m = l.frozen.manifest.public.clone();
+    let host = CentralInstance {
+        id: "i-0c0ffee".into(),
+        ami: m.central.ami.clone(),
+        instance_type: m.central.instance_type.clone(),
+        state: "running".into(),
+        tags: [
+            (m.tags.run_key.clone(), m.tags.run_value.clone()),
+            (m.tags.role_key.clone(), m.central.role_tag_value.clone()),
+        ]
+        .into(),
+        private_ip: Some("10.20.0.10".into()),
+        ..CentralInstance::default()
+    };
+    let seen = crate::method::central::observation(
+        &m,
+        CentralAction::Launched,
+        "i-0c0ffee",
+        Ok(Some(&host)),
+        "us-east-1",
+    );
+    let l = state.lineage(None).unwrap().clone();
+    let down = crate::method::central::teardown(
+        &l,
+        "i-0c0ffee",
+        "i-0c0ffee: ok: shutting-down",
+        Ok(0),
+        "us-east-1",
+    );
+    state.apply(
+        At {
+            seq: head_seq + 1,
+            utc_ns: u64::MAX - 1,
+        },
+        &crate::schema::events::Event::CheckRecorded(seen),
+    );
+    state.apply(
+        At {
+            seq: head_seq + 2,
+            utc_ns: u64::MAX,
+        },
+        &crate::schema::events::Event::CheckRecorded(down),
+    );
+    let md = render_markdown(&build(&state, None, head()).unwrap());
+    let want = format!(
+        "i-0c0ffee {} {} running at 10.20.0.10 (launched, us-east-1) at seq {}: pass",
+        m.central.ami,
+        m.central.instance_type,
+        head_seq + 1
+    );
+    assert!(
+        md.contains(&want),
+        "section 3 names the observed host: {want}\n{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "i-0c0ffee at seq {}: 0 live left, pass",
+            head_seq + 2
+        )),
+        "{md}"
+    );
+}

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::manifest::{Committed, Manifest, PriceRecord};
+use crate::schema::manifest::{CentralLaunch, Committed, Manifest, PriceRecord};
 
 /// The canonical byte form of payloads. The schema names no codec: the log
 /// implements this (`log::codec::Canonical`, bincode), and the vocabulary
@@ -231,6 +231,10 @@ vocabulary! {
     /// An evidence file an ingest refused by a rule of the method: its path,
     /// size, BLAKE3 and the refusal, never its content (BIND-12).
     EvidenceRefused(EvidenceRefused) = "evidence_refused.v1",
+    /// A v2 lineage whose manifest also freezes how its central host is
+    /// launched (FREEZE-1, FREEZE-8): the form a lineage with
+    /// `[central.launch]` is frozen in.
+    ManifestFrozenV3(Box<ManifestFrozenV3>) = "manifest_frozen.v3",
 }
 
 // ---------------------------------------------------------------------------
@@ -405,6 +409,76 @@ pub struct ManifestFrozenV2 {
     pub plan: crate::schema::plan::Plan,
 }
 
+/// `manifest_frozen.v3`: a v2 lineage with how its central host is
+/// launched (`central up`). Its `manifest_blake3` covers the manifest, the
+/// plan and the launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestFrozenV3 {
+    /// The lineage label.
+    pub lineage: String,
+    /// BLAKE3 of the canonical encoding of `(manifest, plan, central_launch)`, hex.
+    pub manifest_blake3: String,
+    /// BLAKE3 of the operator's public TOML file as read, hex.
+    pub source_file_blake3: String,
+    /// BLAKE3 over the ordered task list with content hashes and the trial
+    /// identities, hex (FREEZE-1, CLASS-3).
+    pub task_manifest_blake3: String,
+    /// The lineage key (FREEZE-5), hex.
+    pub lineage_key: String,
+    /// The control key (FREEZE-6), hex.
+    pub control_key: String,
+    /// The manifest itself.
+    pub manifest: Manifest,
+    /// What v2 adds (`schema::plan`).
+    pub plan: crate::schema::plan::Plan,
+    /// How the central host is launched.
+    pub central_launch: CentralLaunch,
+}
+
+impl ManifestFrozenV3 {
+    /// The lineage as a v2 record and its launch.
+    pub fn split(&self) -> (ManifestFrozenV2, CentralLaunch) {
+        (
+            ManifestFrozenV2 {
+                lineage: self.lineage.clone(),
+                manifest_blake3: self.manifest_blake3.clone(),
+                source_file_blake3: self.source_file_blake3.clone(),
+                task_manifest_blake3: self.task_manifest_blake3.clone(),
+                lineage_key: self.lineage_key.clone(),
+                control_key: self.control_key.clone(),
+                manifest: self.manifest.clone(),
+                plan: self.plan.clone(),
+            },
+            self.central_launch.clone(),
+        )
+    }
+
+    /// A v2 record with its launch.
+    pub fn join(v2: ManifestFrozenV2, central_launch: CentralLaunch) -> ManifestFrozenV3 {
+        let ManifestFrozenV2 {
+            lineage,
+            manifest_blake3,
+            source_file_blake3,
+            task_manifest_blake3,
+            lineage_key,
+            control_key,
+            manifest,
+            plan,
+        } = v2;
+        ManifestFrozenV3 {
+            lineage,
+            manifest_blake3,
+            source_file_blake3,
+            task_manifest_blake3,
+            lineage_key,
+            control_key,
+            manifest,
+            plan,
+            central_launch,
+        }
+    }
+}
+
 impl ManifestFrozenV2 {
     /// The v1 fields (what every projection of a lineage reads).
     pub fn v1_view(&self) -> ManifestFrozen {
@@ -557,6 +631,14 @@ crate::schema::named::named_enum! {
         BinaryHash = "binary_hash",
         /// No live sandboxes with this run's tag before a batch (GATE-3).
         Residue = "residue",
+        /// The central host as EC2 describes it, against the frozen one
+        /// (FREEZE-8, GATE-3): launched, adopted or checked; the target is its
+        /// instance id (or `none`), the details its AMI, type, state, tags,
+        /// address and launch time.
+        CentralHost = "central_host",
+        /// The provisioned central host terminated and the exact-tag query
+        /// for it answering empty (CLEAN-1, CLEAN-3).
+        CentralTeardown = "central_teardown",
     }
 }
 
@@ -1015,6 +1097,21 @@ pub struct FoundResource {
     pub state: String,
     /// How it was found (`run_tag`, `attachment_of:i-...`).
     pub found_by: String,
+}
+
+impl FoundResource {
+    /// Whether it is the retained central host `central` (CLEAN-2): the
+    /// instance itself, or a volume or interface found attached to it.
+    pub fn is_central(&self, central: Option<&str>) -> bool {
+        let Some(c) = central else {
+            return false;
+        };
+        if self.resource == "instance" {
+            return self.id == c;
+        }
+        let attached = format!("attachment_of:{c}");
+        self.found_by.split(',').any(|h| h == attached)
+    }
 }
 
 /// An exact-tag residue audit (CLEAN-1..3).

@@ -264,6 +264,20 @@ pub struct Central {
     pub daemon_host: String,
 }
 
+/// How `central up` launches a provisioned central host
+/// (`manifest_frozen.v3`): the network it is launched into and how long it
+/// may take to reach `running` (FREEZE-1, FREEZE-8). Its AMI, type, vCPU
+/// and role tag are [`Central`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CentralLaunch {
+    /// The subnet it is launched into.
+    pub subnet_id: String,
+    /// Its security groups, in the order given.
+    pub security_group_ids: Vec<String>,
+    /// Longest wait for the launched host to be `running`, in seconds.
+    pub ready_timeout_sec: u64,
+}
+
 /// The sandbox shape (FREEZE-6: AMI, type, region and network).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {

@@ -3,6 +3,7 @@
 //! vocabulary. No I/O; a stored field never changes without a new kind
 //! version.
 
+pub mod central;
 pub mod events;
 pub mod manifest;
 pub mod money;

@@ -103,6 +103,15 @@ fn check(e: &CheckRecorded) -> Option<String> {
         },
         CheckKind::ConfigValidated => config_validated(d),
         CheckKind::BinaryHash => binary(d),
+        CheckKind::CentralHost => d
+            .get(crate::schema::central::keys::MISMATCHES)
+            .map(|m| format!("it records differences from the frozen host: {m}")),
+        CheckKind::CentralTeardown => match number(d, crate::schema::central::keys::LIVE_COUNT) {
+            Some(Ok(0)) => None,
+            Some(Ok(n)) => Some(format!("it counted {n} live central hosts")),
+            Some(Err(why)) => Some(why),
+            None => Some("it records no live_count".into()),
+        },
         CheckKind::Canary | CheckKind::SourceHash => None,
     };
     problem.map(|p| format!("{what} says pass, but {p}"))
@@ -144,7 +153,7 @@ fn cleanup(e: &CleanupAudited) -> Option<String> {
     let residue: Vec<&str> = e
         .found
         .iter()
-        .filter(|f| Some(f.id.as_str()) != central)
+        .filter(|f| !f.is_central(central))
         .map(|f| f.id.as_str())
         .collect();
     (!residue.is_empty()).then(|| {

@@ -16,6 +16,7 @@ pub fn frozen() -> crate::schema::events::ManifestFrozenV2 {
         "manifest.private.toml",
     )
     .expect("the example manifest freezes")
+    .v2
 }
 
 /// An example signer key, derived from a public text: for tests, the README

@@ -97,6 +97,21 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
         }),
         Some("evidence-refused:example".into()),
     ));
+    // A lineage that freezes how its central host is launched (v3).
+    let mut v3 = (*frozen).clone();
+    v3.lineage = format!("{}-central", frozen.lineage);
+    v3.manifest.public.lineage = v3.lineage.clone();
+    events.push((
+        Event::ManifestFrozenV3(Box::new(crate::schema::events::ManifestFrozenV3::join(
+            v3,
+            crate::schema::manifest::CentralLaunch {
+                subnet_id: "subnet-0123456789abcdef0".into(),
+                security_group_ids: vec!["sg-0123456789abcdef0".into()],
+                ready_timeout_sec: 600,
+            },
+        ))),
+        None,
+    ));
     events
 }
 
@@ -614,7 +629,7 @@ fn events_before_trust() -> Vec<(Event, Option<String>)> {
             }),
             Some("case-invalidated:short13-kimi-2026-11/control/fix-git/t1".into()),
         ),
-        (Event::ManifestFrozenV2(Box::new(frozen.clone())), None),
+        (frozen.clone().into_event(), None),
         (
             Event::TrialResultRecordedV2(Box::new(trial_result_v2(&group, &case))),
             None,

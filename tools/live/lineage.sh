@@ -159,6 +159,10 @@ PRIVATE="$run/manifest.private.toml"
 # --- 2. freeze, sign off, preflight -----------------------------------------
 begin freeze+preflight
 if [[ ! -d "$run/ledger" ]]; then
+  # The central host is provisioned by `run` (issue 30): the network it is
+  # launched into is moto's, read now that moto is up.
+  python3 "$HERE/central_network.py" --endpoint "$BENCHLEDGER_AWS_ENDPOINT_URL" \
+    --manifest "$run/manifest.toml" >>"$LOG" 2>&1 || die "central_network.py failed (see $LOG)"
   must init
   must manifest freeze "$run/manifest.toml" --private "$PRIVATE"
   must manifest sign-off --role operator --key "$run/keys/operator.key"

@@ -301,8 +301,10 @@ def main() -> int:
     w('quota_code = "L-1216C47A"')
     w("quota_headroom_vcpu = 4")
     w("\n[central]")
-    w('mode = "reuse"')
-    w('instance_id = "i-0000000000000000a"')
+    # Provisioned by `run` on moto (issue 30); tools/live/central_network.py
+    # appends [central.launch] with moto's default subnet and security group
+    # once the stack is up, before the freeze.
+    w('mode = "provision"')
     w('ami = "ami-00000000000000000"')
     w('instance_type = "m5.xlarge"')
     w("vcpu = 4")

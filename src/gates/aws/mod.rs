@@ -42,6 +42,7 @@ use aws_sdk_ec2::types::Filter;
 
 use crate::gates::rules::{clean, AwsError};
 
+pub mod central;
 pub mod ec2;
 pub mod profile;
 pub mod quota;

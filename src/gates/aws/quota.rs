@@ -70,15 +70,17 @@ impl Session {
 }
 
 /// Measures GATE-2 in the session's region for a wave of `slots`
-/// sandboxes (RUN-1).
+/// sandboxes (RUN-1), the central host's vCPUs added when
+/// `central_to_come` (GATE-2).
 pub fn measure_quota(
     session: &Session,
     m: &ManifestFile,
     slots: u32,
+    central_to_come: bool,
 ) -> Result<QuotaNumbers, AwsError> {
     let quota = session.vcpu_quota(&m.aws.quota_code)?;
     let live = session.instances(&[filter("instance-state-name", QUOTA_INSTANCE_STATES)])?;
     let types: BTreeSet<String> = live.iter().map(|i| i.instance_type.clone()).collect();
     let vcpus = session.vcpus_by_type(&types)?;
-    quota_numbers(m, quota, &live, &vcpus, slots)
+    quota_numbers(m, quota, &live, &vcpus, slots, central_to_come)
 }

@@ -640,14 +640,14 @@ fn moto_quota_sufficient_and_insufficient() {
     let run = unique("quota");
     let m = run_manifest(region, &run);
     set_moto_quota(1_000);
-    let base = measure_quota(&t.session, &m, m.limits.concurrency)
+    let base = measure_quota(&t.session, &m, m.limits.concurrency, true)
         .unwrap()
         .used_vcpu;
     let a = launch(&t.session, "m5.large", &[("project", "other")]);
     let b = launch(&t.session, "m5.large", &[("project", "other")]);
     // used = base + 4; required = 1 x 2 + 4 headroom + 4 central to provision = 10.
     set_moto_quota(base + 4 + 10);
-    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency, true).unwrap();
     assert_eq!(n.used_vcpu, base + 4);
     assert_eq!(n.required_vcpu, 10);
     assert_eq!(n.status(), Status::Pass, "{n:?}");
@@ -657,7 +657,7 @@ fn moto_quota_sufficient_and_insufficient() {
         (base + 14, 10, Status::Pass)
     );
     set_moto_quota(base + 4 + 9);
-    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency, true).unwrap();
     assert_eq!(n.status(), Status::Fail, "{n:?}");
     // A live central host (m5.xlarge, 4 vCPU) is in the use and not required again.
     let c = launch(
@@ -669,7 +669,7 @@ fn moto_quota_sufficient_and_insufficient() {
         ],
     );
     set_moto_quota(base + 8 + 6);
-    let n = measure_quota(&t.session, &m, m.limits.concurrency).unwrap();
+    let n = measure_quota(&t.session, &m, m.limits.concurrency, true).unwrap();
     assert!(n.central_live);
     assert_eq!(
         (n.used_vcpu, n.required_vcpu, n.status()),
@@ -747,6 +747,7 @@ fn moto_audit_finds_every_run_resource_and_nothing_else() {
             group: "r1".into(),
         },
         &m,
+        m.central.instance_id.clone(),
         "us-west-2",
         "arn:aws:sts::********9012:user/…",
         &tracked,
@@ -801,6 +802,7 @@ fn moto_central_host_excluded_by_id() {
             group: "r1".into(),
         },
         &m,
+        m.central.instance_id.clone(),
         "eu-west-2",
         "id",
         &BTreeSet::new(),

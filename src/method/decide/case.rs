@@ -81,6 +81,13 @@ fn required_gates<'a>(
             latest(CheckKind::DaemonHealth, Some(group), None),
         ),
     ];
+    if crate::method::central::managed(l) {
+        out.push(gate(
+            Rule::Freeze8,
+            "the central host observation".to_string(),
+            crate::method::central::latest_check(l).map(|(_, o)| o),
+        ));
+    }
     for tier in group_routes(l, group) {
         if let Some(r) = l.frozen.manifest.public.route(tier) {
             out.push(gate(

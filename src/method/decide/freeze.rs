@@ -2,11 +2,10 @@
 
 use crate::error::{Error, Result};
 use crate::method::decide::refuse;
+use crate::method::freeze::Frozen;
 use crate::method::projections::State;
 use crate::method::projections::{Claim, SignOff};
-use crate::schema::events::{
-    Event, ManifestFrozenV2, ManifestSignedOff, ManifestSignedOffV2, SignOffRole,
-};
+use crate::schema::events::{Event, ManifestSignedOff, ManifestSignedOffV2, SignOffRole};
 use crate::schema::rule::Rule;
 
 /// Longest sign-off name, in bytes.
@@ -15,7 +14,8 @@ pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
 /// `manifest freeze`: appends the frozen manifest unless its lineage label
 /// was frozen before (FREEZE-3) or it reuses any run-scoped path, port,
 /// database, tag or job name of an earlier lineage (FREEZE-4).
-pub fn freeze(state: &State, frozen: ManifestFrozenV2) -> Result<Vec<Event>> {
+pub fn freeze(state: &State, frozen: impl Into<Frozen>) -> Result<Vec<Event>> {
+    let frozen: Frozen = frozen.into();
     if let Some(l) = state.lineages.get(&frozen.lineage) {
         return Err(refuse(
             Rule::Freeze3,
@@ -36,7 +36,7 @@ pub fn freeze(state: &State, frozen: ManifestFrozenV2) -> Result<Vec<Event>> {
             )));
         }
     }
-    Ok(vec![Event::ManifestFrozenV2(Box::new(frozen))])
+    Ok(vec![frozen.into_event()])
 }
 
 /// `manifest sign-off`: records an operator or reviewer sign-off, once per

@@ -31,7 +31,9 @@ fn other_lineage(extra_from: &str, extra_to: &str) -> ManifestFrozenV2 {
         .replace("= [187", "= [197")
         .replacen(extra_from, extra_to, 1);
     let private = EXAMPLE_PRIVATE.replace("short13-kimi-2026-11", "short13-kimi-2026-12");
-    crate::method::freeze::freeze(&public, "m2", &private, "p2").unwrap()
+    crate::method::freeze::freeze(&public, "m2", &private, "p2")
+        .unwrap()
+        .v2
 }
 
 fn rule(r: Result<Vec<Event>>) -> &'static str {
@@ -939,7 +941,7 @@ mod lifecycle {
             "p",
         )
         .unwrap();
-        let disabled = Event::ManifestFrozenV2(Box::new(disabled));
+        let disabled = Event::ManifestFrozenV2(Box::new(disabled.v2));
         let s = given(std::slice::from_ref(&disabled));
         let mut d = vec![
             disabled,

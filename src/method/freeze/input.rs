@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::schema::manifest::{
-    Aws, Benchmark, CanaryCase, Cases, Central, CentralMode, Group, Harbor, Limits, ManifestFile,
-    Method, PriceBasis, PriceRecord, Route, RouteProtocol, Run, RunClass, RunRole, Sandbox,
-    Software, SourceRepo, Tags, Task, Tier,
+    Aws, Benchmark, CanaryCase, Cases, Central, CentralLaunch, CentralMode, Group, Harbor, Limits,
+    ManifestFile, Method, PriceBasis, PriceRecord, Route, RouteProtocol, Run, RunClass, RunRole,
+    Sandbox, Software, SourceRepo, Tags, Task, Tier,
 };
 use crate::schema::money::Dec;
 
@@ -201,6 +201,37 @@ pub struct CentralToml {
     pub instance_id: Option<String>,
     /// The daemon's address as sandboxes reach it (host or IP).
     pub daemon_host: String,
+    /// How `central up` launches it (provision mode; `manifest_frozen.v3`).
+    #[serde(default)]
+    pub launch: Option<CentralLaunchToml>,
+}
+
+/// `[central.launch]`: the network a provisioned central host is launched
+/// into and how long it may take to be `running`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CentralLaunchToml {
+    /// The subnet.
+    pub subnet_id: String,
+    /// The security groups.
+    pub security_group_ids: Vec<String>,
+    /// Longest wait for `running`, in seconds.
+    pub ready_timeout_sec: u64,
+}
+
+impl From<CentralLaunchToml> for CentralLaunch {
+    fn from(input: CentralLaunchToml) -> Self {
+        let CentralLaunchToml {
+            subnet_id,
+            security_group_ids,
+            ready_timeout_sec,
+        } = input;
+        CentralLaunch {
+            subnet_id,
+            security_group_ids,
+            ready_timeout_sec,
+        }
+    }
 }
 
 /// The sandbox shape (FREEZE-6: AMI, type, region and network).
@@ -420,7 +451,14 @@ pub struct PrivateAwsToml {
 
 impl ManifestToml {
     /// The stored manifest and the v2 sections, every field named.
-    pub fn split(self) -> (ManifestFile, super::plan::PlanToml) {
+    pub fn split(
+        mut self,
+    ) -> (
+        ManifestFile,
+        super::plan::PlanToml,
+        Option<CentralLaunchToml>,
+    ) {
+        let central_launch = self.central.launch.take();
         let ManifestToml {
             manifest_version,
             lineage,
@@ -467,7 +505,7 @@ impl ManifestToml {
             evidence,
             signers,
         };
-        (file, plan)
+        (file, plan, central_launch)
     }
 }
 
@@ -606,6 +644,7 @@ impl From<CentralToml> for Central {
             role_tag_value,
             instance_id,
             daemon_host,
+            launch: _,
         } = input;
         Central {
             mode,

@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::schema::events::ManifestFrozenV2;
+use crate::schema::events::{Event, ManifestFrozenV2, ManifestFrozenV3};
 use crate::schema::manifest::{
-    commit, redact_account, redact_arn, redact_location, Committed, Harbor, Manifest, ManifestFile,
-    PrivateCommitments, Tier,
+    commit, redact_account, redact_arn, redact_location, CentralLaunch, Committed, Harbor,
+    Manifest, ManifestFile, PrivateCommitments, Tier,
 };
 use crate::schema::rule::Rule;
 
@@ -49,9 +49,50 @@ pub const GROUPS_MAX: usize = 16;
 pub const LABEL_BYTES_MAX: usize = 128;
 
 /// A manifest that passed every check, with its plan and its derived
-/// hashes and keys: the payload `manifest freeze` appends
-/// (`manifest_frozen.v2`).
-pub type Frozen = ManifestFrozenV2;
+/// hashes and keys: what `manifest freeze` appends (`manifest_frozen.v2`,
+/// or `.v3` when it also freezes how the central host is launched). It
+/// reads as the v2 record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frozen {
+    /// The v2 record (its hash covers the launch when there is one).
+    pub v2: ManifestFrozenV2,
+    /// `[central.launch]`, when given.
+    pub central_launch: Option<CentralLaunch>,
+}
+
+impl Frozen {
+    /// The event that records it.
+    pub fn into_event(self) -> Event {
+        match self.central_launch {
+            None => Event::ManifestFrozenV2(Box::new(self.v2)),
+            Some(launch) => {
+                Event::ManifestFrozenV3(Box::new(ManifestFrozenV3::join(self.v2, launch)))
+            }
+        }
+    }
+}
+
+impl From<ManifestFrozenV2> for Frozen {
+    fn from(v2: ManifestFrozenV2) -> Frozen {
+        Frozen {
+            v2,
+            central_launch: None,
+        }
+    }
+}
+
+impl std::ops::Deref for Frozen {
+    type Target = ManifestFrozenV2;
+    fn deref(&self) -> &ManifestFrozenV2 {
+        &self.v2
+    }
+}
+
+impl std::ops::DerefMut for Frozen {
+    fn deref_mut(&mut self) -> &mut ManifestFrozenV2 {
+        &mut self.v2
+    }
+}
 
 /// One manifest file parsed as `T`: bounded, and toml's message on one
 /// line with any credential-shaped text withheld.
@@ -87,8 +128,9 @@ pub fn freeze(
 ) -> Result<Frozen> {
     let public: ManifestToml = parse_toml(public_text, public_source)?;
     let private: PrivateToml = parse_toml(private_text, private_source)?;
-    let (public, plan) = public.split();
+    let (public, plan, central_launch) = public.split();
     validate(&public, public_source)?;
+    let central_launch = validate::central_launch(&public, central_launch, public_source)?;
     let plan = plan::plan(plan, &public, public_source)?;
     let key = validate_private(&public, &private, private_source)?;
     let commitments = commit_private(&key, &public, &private);
@@ -97,10 +139,14 @@ pub fn freeze(
         public,
         private: commitments,
     };
-    // The v2 manifest hash covers the manifest and its plan.
-    let encoded =
-        crate::log::codec::encode(&(&manifest, &plan)).map_err(|e| Error::input(e.to_string()))?;
-    Ok(Frozen {
+    // The v2 manifest hash covers the manifest and its plan; v3's the
+    // central launch too.
+    let encoded = match &central_launch {
+        None => crate::log::codec::encode(&(&manifest, &plan)),
+        Some(launch) => crate::log::codec::encode(&(&manifest, &plan, launch)),
+    }
+    .map_err(|e| Error::input(e.to_string()))?;
+    let v2 = ManifestFrozenV2 {
         lineage: manifest.public.lineage.clone(),
         manifest_blake3: hex::encode(blake3::hash(&encoded).as_bytes()),
         source_file_blake3: hex::encode(blake3::hash(public_text.as_bytes()).as_bytes()),
@@ -109,7 +155,8 @@ pub fn freeze(
         control_key: control_key(&manifest.public),
         manifest,
         plan,
-    })
+    };
+    Ok(Frozen { v2, central_launch })
 }
 
 /// FREEZE-4: no label, name or path of the public manifest may carry a

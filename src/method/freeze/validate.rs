@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{PrivateToml, GROUPS_MAX, LABEL_BYTES_MAX, MANIFEST_VERSION, TASKS_MAX, TRIALS_MAX};
 use crate::error::{Error, Result};
 use crate::schema::manifest::{
-    commitment_key, is_non_evaluation, CentralMode, ManifestFile, RunClass, Tier,
+    commitment_key, is_non_evaluation, CentralLaunch, CentralMode, ManifestFile, RunClass, Tier,
     EC2_VCPU_QUOTA_CODE, EVALUATION_GROUPS, MECHANISM_TASKS_MAX, MECHANISM_TASKS_MIN, PUBLIC_TASKS,
     PUBLIC_TRIALS, REPLICATED_TRIALS_MIN,
 };
@@ -461,6 +461,53 @@ fn validate_aws(manifest: &ManifestFile, source: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `[central.launch]`: only for a provisioned host; a subnet, 1 to
+/// `CENTRAL_SECURITY_GROUPS_MAX` security groups, a ready timeout of 1 s to
+/// `CENTRAL_READY_TIMEOUT_SEC_MAX`.
+pub(super) fn central_launch(
+    manifest: &ManifestFile,
+    launch: Option<super::CentralLaunchToml>,
+    source: &str,
+) -> Result<Option<CentralLaunch>> {
+    use crate::limits::{CENTRAL_READY_TIMEOUT_SEC_MAX, CENTRAL_SECURITY_GROUPS_MAX};
+    let Some(launch) = launch else {
+        return Ok(None);
+    };
+    if manifest.central.mode != CentralMode::Provision {
+        return Err(input_error(
+            source,
+            "central.launch",
+            "only a provisioned central host is launched; a reused one is checked, never launched",
+        ));
+    }
+    check_label(source, "central.launch.subnet_id", &launch.subnet_id)?;
+    let groups = &launch.security_group_ids;
+    if groups.is_empty() || groups.len() > CENTRAL_SECURITY_GROUPS_MAX {
+        return Err(input_error(
+            source,
+            "central.launch.security_group_ids",
+            format!(
+                "{} security groups; give 1 to {CENTRAL_SECURITY_GROUPS_MAX}",
+                groups.len()
+            ),
+        ));
+    }
+    for g in groups {
+        check_label(source, "central.launch.security_group_ids", g)?;
+    }
+    if !(1..=CENTRAL_READY_TIMEOUT_SEC_MAX).contains(&launch.ready_timeout_sec) {
+        return Err(input_error(
+            source,
+            "central.launch.ready_timeout_sec",
+            format!(
+                "{} s; give 1 to {CENTRAL_READY_TIMEOUT_SEC_MAX}",
+                launch.ready_timeout_sec
+            ),
+        ));
+    }
+    Ok(Some(CentralLaunch::from(launch)))
 }
 
 /// The central host, the sandbox shape and the resource tags.

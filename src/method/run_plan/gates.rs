@@ -21,6 +21,9 @@ pub enum GateId {
     Identity,
     /// The vCPU quota with the GATE-2 formula.
     Quota,
+    /// The central host launched once, or the reused one checked against
+    /// the frozen one (FREEZE-8; a difference is a hard stop, VERDICT-3).
+    CentralHost,
     /// No live run-tagged sandbox (GATE-3).
     Residue,
     /// The group's daemon answers its health URL (GATE-3).
@@ -35,6 +38,7 @@ impl GateId {
         match self {
             GateId::Identity => Rule::Gate1,
             GateId::Quota => Rule::Gate2,
+            GateId::CentralHost => Rule::Freeze8,
             _ => Rule::Gate3,
         }
     }
@@ -44,6 +48,7 @@ impl GateId {
         match self {
             GateId::Identity => "identity".into(),
             GateId::Quota => "quota".into(),
+            GateId::CentralHost => "central host".into(),
             GateId::Residue => "residue".into(),
             GateId::DaemonHealth => "daemon health".into(),
             GateId::Sentinel(t) => format!("sentinel {}", crate::method::verdict::tier_name(t)),
@@ -52,7 +57,10 @@ impl GateId {
 
     /// Whether taking it calls AWS.
     pub fn calls_aws(self) -> bool {
-        matches!(self, GateId::Identity | GateId::Quota | GateId::Residue)
+        matches!(
+            self,
+            GateId::Identity | GateId::Quota | GateId::CentralHost | GateId::Residue
+        )
     }
 }
 
@@ -111,6 +119,10 @@ pub fn gates_of(l: &LineageState, group: &str) -> Vec<(GateId, String)> {
         (GateId::Residue, group.to_string()),
         (GateId::DaemonHealth, group.to_string()),
     ];
+    if crate::method::central::managed(l) {
+        // After the quota, whose need counts the host still to come (GATE-2).
+        out.insert(2, (GateId::CentralHost, m.central.role_tag_value.clone()));
+    }
     for tier in group_routes(l, group) {
         if let Some(r) = m.route(tier) {
             out.push((GateId::Sentinel(tier), r.gate_target.clone()));
@@ -132,6 +144,7 @@ fn latest<'a>(
     match gate {
         GateId::Identity => l.gates.identity.as_ref(),
         GateId::Quota => l.gates.quota.as_ref(),
+        GateId::CentralHost => crate::method::central::latest_check(l).map(|(_, o)| o),
         GateId::Residue => check(CheckKind::Residue, Some(group), None),
         GateId::DaemonHealth => check(CheckKind::DaemonHealth, Some(group), None),
         GateId::Sentinel(_) => check(CheckKind::ProviderSentinel, None, Some(target)),

@@ -681,14 +681,17 @@ fn launch_step(state: &State, l: &LineageState, group: &str, f: &Facts<'_>) -> R
 }
 
 /// How many sandboxes the latest quota observation covers (RUN-1): the
-/// vCPUs it found available, less the frozen headroom and, in provision
-/// mode, the central host's vCPU (counted whether or not it is up: a wave
-/// never relies on it being live), over one sandbox's vCPU.
+/// vCPUs it found available, less the frozen headroom and, while the
+/// central host was still to be provisioned when the quota was observed,
+/// its vCPU (GATE-2: a host provisioned outside benchledger is always
+/// counted, a wave never relies on it being live), over one sandbox's vCPU.
 fn quota_slots(l: &LineageState) -> usize {
     let m = &l.frozen.manifest.public;
-    let central = match m.central.mode {
-        crate::schema::manifest::CentralMode::Provision => m.central.vcpu,
-        _ => 0,
+    let quota_seq = l.gates.quota.as_ref().map(|o| o.at.seq);
+    let central = if crate::method::central::still_to_come(l, quota_seq) {
+        m.central.vcpu
+    } else {
+        0
     };
     let spare = l
         .gates

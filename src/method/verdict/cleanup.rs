@@ -15,7 +15,8 @@ pub struct Cleanup {
     pub after_close: bool,
     /// Whether the audit itself succeeded.
     pub audit_pass: bool,
-    /// Resources found, minus the manifest's central host.
+    /// Resources found, minus the central host (CLEAN-2) and what is
+    /// attached to it.
     pub residue: Vec<String>,
     /// The highest sampled sandbox count.
     pub monitor_peak: Option<u64>,
@@ -37,7 +38,14 @@ impl Cleanup {
 /// The cleanup projection of a group.
 pub fn cleanup(l: &LineageState, g: &GroupState) -> Cleanup {
     let m = &l.frozen.manifest.public;
-    let central = m.central.instance_id.as_deref();
+    // CLEAN-2: only the frozen (reuse) or recorded (provision) central
+    // host, and only when the audit itself named it.
+    let allowed = crate::method::central::excluded_id(l);
+    let central = g
+        .cleanup
+        .as_ref()
+        .and_then(|(_, a)| a.excluded_central_instance_id.clone())
+        .filter(|id| allowed.as_ref() == Some(id));
     let mut out = Cleanup {
         audit_seq: None,
         after_close: false,
@@ -53,7 +61,7 @@ pub fn cleanup(l: &LineageState, g: &GroupState) -> Cleanup {
         out.residue = audit
             .found
             .iter()
-            .filter(|f| !(f.resource == "instance" && Some(f.id.as_str()) == central))
+            .filter(|f| !f.is_central(central.as_deref()))
             .map(|f| format!("{} {} ({})", f.resource, f.id, f.state))
             .collect();
     }

@@ -2,7 +2,7 @@
 //! prices), pinned software, topology, limits, hashes and sign-offs.
 
 use super::Ctx;
-use crate::method::projections::SignOff;
+use crate::method::projections::{LineageState, SignOff};
 use crate::report::model::{ControlResolution, Fact, Frozen, PriceLine, RouteLine, SignOffLine};
 use crate::report::numbers::cents;
 use crate::schema::manifest::ManifestFile;
@@ -26,7 +26,7 @@ pub(super) fn frozen(ctx: &Ctx<'_>, hashes: Vec<Fact>) -> Frozen {
         routes: routes(manifest),
         prices: prices(manifest),
         software: software(manifest),
-        topology: topology(manifest),
+        topology: [topology(manifest), central_observed(ctx.lineage)].concat(),
         limits: limits(manifest),
         hashes,
         sign_offs: ctx
@@ -131,6 +131,53 @@ fn software(manifest: &ManifestFile) -> Vec<Fact> {
     facts
 }
 
+/// Where the central host was observed (issue 30): the latest
+/// `central_host` observation (instance id, AMI, type, state, address, the
+/// seq and action) and the teardown, or that none was recorded.
+fn central_observed(l: &LineageState) -> Vec<Fact> {
+    use crate::schema::central::keys;
+    use crate::schema::events::CheckKind;
+    if !crate::method::central::managed(l) {
+        // Provisioned by the operator (no [central.launch] frozen): nothing
+        // of it is observed by benchledger beyond the frozen fact above.
+        return Vec::new();
+    }
+    let detail = |e: &crate::schema::events::CheckRecorded, k: &str| {
+        e.details.get(k).cloned().unwrap_or_else(|| "-".into())
+    };
+    let mut out = vec![Fact::new(
+        "central host observed",
+        match l.central_seen.get(&CheckKind::CentralHost) {
+            None => "never (no central_host observation recorded)".to_string(),
+            Some((at, e)) => format!(
+                "{} {} {} {} at {} ({}, {}) at seq {}: {}",
+                e.target,
+                detail(e, keys::AMI),
+                detail(e, keys::INSTANCE_TYPE),
+                detail(e, keys::STATE),
+                detail(e, keys::PRIVATE_IP),
+                detail(e, keys::ACTION),
+                detail(e, keys::REGION),
+                at.seq,
+                e.status.as_str()
+            ),
+        },
+    )];
+    if let Some((at, e)) = l.central_seen.get(&CheckKind::CentralTeardown) {
+        out.push(Fact::new(
+            "central host torn down",
+            format!(
+                "{} at seq {}: {} live left, {}",
+                e.target,
+                at.seq,
+                detail(e, keys::LIVE_COUNT),
+                e.status.as_str()
+            ),
+        ));
+    }
+    out
+}
+
 fn topology(manifest: &ManifestFile) -> Vec<Fact> {
     let sandbox = &manifest.sandbox;
     let central = &manifest.central;
@@ -146,11 +193,15 @@ fn topology(manifest: &ManifestFile) -> Vec<Fact> {
         Fact::new(
             "central BitRouter host",
             format!(
-                "{} {} {} ({} vCPU)",
+                "{} {} {} ({} vCPU){}",
                 central.mode.as_str(),
                 central.ami,
                 central.instance_type,
-                central.vcpu
+                central.vcpu,
+                central
+                    .instance_id
+                    .as_ref()
+                    .map_or_else(String::new, |id| format!(", instance {id}"))
             ),
         ),
         Fact::new(

@@ -629,9 +629,44 @@ impl Sim {
                 let outcome = if aws_error {
                     Err(err())
                 } else {
-                    rules::quota_numbers(&m, quota, &live, &vcpus, slots)
+                    // The example lineage provisions its central host outside
+                    // benchledger (no [central.launch]): always still to come.
+                    rules::quota_numbers(&m, quota, &live, &vcpus, slots, true)
                 };
                 Event::QuotaChecked(rules::quota_observation(&m, &m.aws.region, &outcome))
+            }
+            GateId::CentralHost => {
+                // A lineage that manages its central host (reuse, or a
+                // frozen launch): the frozen host, running, as EC2 would
+                // describe it; an AWS error leaves it unobserved.
+                let c = &m.central;
+                let id = c
+                    .instance_id
+                    .clone()
+                    .unwrap_or_else(|| "i-0sim0central".into());
+                let host = crate::schema::central::CentralInstance {
+                    id: id.clone(),
+                    ami: c.ami.clone(),
+                    instance_type: c.instance_type.clone(),
+                    state: "running".into(),
+                    tags: BTreeMap::from([
+                        (m.tags.run_key.clone(), m.tags.run_value.clone()),
+                        (m.tags.role_key.clone(), c.role_tag_value.clone()),
+                    ]),
+                    ..Default::default()
+                };
+                let seen = if aws_error {
+                    Err(err().0)
+                } else {
+                    Ok(Some(&host))
+                };
+                Event::CheckRecorded(crate::method::central::observation(
+                    &m,
+                    crate::schema::central::CentralAction::Checked,
+                    &id,
+                    seen,
+                    &m.aws.region,
+                ))
             }
             GateId::Residue => {
                 if chance(&mut self.g_world, self.rates.stray) {

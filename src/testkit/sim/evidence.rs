@@ -190,6 +190,7 @@ impl Sim {
         let a = crate::gates::rules::audit_observation(
             self.gref(),
             &m,
+            m.central.instance_id.clone(),
             &m.aws.region,
             "arn:aws:sts::***:assumed-role/bench-operator/***",
             &Default::default(),
