@@ -134,3 +134,9 @@ pub const READ_COPY_DEPTH_MAX: usize = 4;
 /// bytes: a longer one (or one with other than letters, digits, `.`, `_`,
 /// `-`) is described by its length only (`schema::secrets::echo_name`).
 pub const ECHOED_NAME_BYTES_MAX: usize = 64;
+
+/// Largest auditor state file (TRUST-7) `verify --against` and `checkpoint
+/// verify` read, in bytes: one entry per origin (its size, root and signed
+/// note, a few hundred bytes to some KiB with cosignatures), room for
+/// thousands of origins.
+pub const AUDITOR_STATE_BYTES_MAX: u64 = 1024 * 1024;
