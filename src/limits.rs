@@ -147,3 +147,8 @@ pub const CENTRAL_READY_POLL_MS: u64 = 2_000;
 /// Longest wait for `central down`'s terminated host to leave every live
 /// state, in milliseconds.
 pub const CENTRAL_TEARDOWN_WAIT_MS: u64 = 600_000;
+/// Largest auditor state file (TRUST-7) `verify --against` and `checkpoint
+/// verify` read, in bytes: one entry per origin (its size, root and signed
+/// note, a few hundred bytes to some KiB with cosignatures), room for
+/// thousands of origins.
+pub const AUDITOR_STATE_BYTES_MAX: u64 = 1024 * 1024;

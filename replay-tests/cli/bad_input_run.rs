@@ -999,6 +999,8 @@ fn timed(h: &Harness, ledger: &Path, args: &[String]) -> Timed {
         .env_remove("BENCHLEDGER_ACTOR")
         .env_remove("RUST_LOG")
         .env("BENCHLEDGER_AWS_GATES", "recorded")
+        // never the real configuration directory (TRUST-7's memory)
+        .env("BENCHLEDGER_AUDITOR_STATE", h.auditor_state())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())

@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 
 #[path = "argv_fuzz.rs"]
 mod argv_fuzz;
+#[path = "auditor.rs"]
+mod auditor;
 #[path = "bad_input_run.rs"]
 mod bad_input_run;
 #[path = "bad_inputs.rs"]
@@ -107,9 +109,17 @@ impl Harness {
             // A build without `aws` relies on the AWS observations the
             // tests append, as on those an `aws` build records.
             .env("BENCHLEDGER_AWS_GATES", "recorded")
+            // The auditor's memory (TRUST-7) of this test, never the
+            // real configuration directory.
+            .env("BENCHLEDGER_AUDITOR_STATE", self.auditor_state())
             .arg("--ledger")
             .arg(self.ledger());
         c
+    }
+
+    /// The auditor state file every command of this harness uses.
+    fn auditor_state(&self) -> PathBuf {
+        self.tmp.path().join("auditor-state.json")
     }
 
     fn run(&self, args: &[&str]) -> Run {
@@ -533,6 +543,7 @@ impl Harness {
         c.current_dir(self.tmp.path())
             .env_remove("BENCHLEDGER_DIR")
             .env_remove("RUST_LOG")
+            .env("BENCHLEDGER_AUDITOR_STATE", self.auditor_state())
             .arg("--ledger")
             .arg(ledger);
         c

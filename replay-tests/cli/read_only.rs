@@ -126,6 +126,9 @@ impl World {
             .env_remove("RUST_LOG")
             .env("BENCHLEDGER_AWS_GATES", "recorded")
             .env("TMPDIR", self.root.join("scratch"))
+            // Each run's own auditor memory (TRUST-7), in its fresh
+            // working directory: never the real configuration directory.
+            .env("BENCHLEDGER_AUDITOR_STATE", "auditor-state.json")
             .stdin(Stdio::null());
         c
     }

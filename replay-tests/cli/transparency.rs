@@ -594,6 +594,59 @@ fn a_cosignature_by_a_key_the_manifest_does_not_list_is_reported_not_checked() {
         let proved = h.ok(&["prove", "inclusion", "1", "--checkpoint", &file]);
         assert!(proved.stderr.contains(&said), "{}", proved.stderr);
     }
+    // Several extra signature lines at once (issue 32 item 4): each is
+    // reported under `not_checked`, none is counted among the signers.
+    let mut note = signed.clone();
+    let mut unlisted = Vec::new();
+    for key in [&stranger, &impostor] {
+        note.push_str(
+            &benchledger::log::tlog::cosign(&text, key, 1_780_000_000)
+                .unwrap()
+                .line(),
+        );
+        unlisted.push(format!(
+            "{}+{:08x}",
+            key.verifier().name(),
+            key.verifier().key_id()
+        ));
+    }
+    std::fs::write(h.path("both.note"), &note).unwrap();
+    for args in [
+        &[
+            "checkpoint",
+            "verify",
+            "both.note",
+            "--vkey",
+            &alice_vkey,
+            "--json",
+        ][..],
+        &["verify", "--against", "both.note", "--json"][..],
+    ] {
+        let j = h.ok(args).json();
+        let j = if j.get("against").is_some() {
+            j["against"][0].clone()
+        } else {
+            j
+        };
+        let mut reported: Vec<String> = j["not_checked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        reported.sort();
+        let mut wanted = unlisted.clone();
+        wanted.sort();
+        assert_eq!(
+            reported, wanted,
+            "{args:?}: every unlisted cosignature is reported: {j}"
+        );
+        assert_eq!(
+            j["signed_by"].as_array().unwrap().len(),
+            1,
+            "{args:?}: an unlisted cosignature is never counted: {j}"
+        );
+    }
 }
 
 /// Appends the records of a recorded ledger's lines (as their events, with

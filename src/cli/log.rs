@@ -47,6 +47,12 @@ pub struct VerifyArgs {
     /// repeatable); default the frozen operator keys.
     #[arg(long, value_name = "VKEY", requires = "against")]
     pub vkey: Vec<String>,
+    /// With --against: the auditor's state file (TRUST-7), the largest
+    /// checkpoint accepted per origin. Default
+    /// `$XDG_CONFIG_HOME/benchledger/auditor-state.json` (else
+    /// `~/.config/benchledger/auditor-state.json`).
+    #[arg(long, value_name = "FILE", env = crate::cli::auditor::STATE_ENV)]
+    pub state: Option<PathBuf>,
 }
 
 /// Arguments of `import`.
@@ -86,12 +92,13 @@ pub struct NoteArgs {
 struct TreeFindings {
     tree: Option<crate::cli::trust::TreeReport>,
     against: Vec<crate::cli::trust::Against>,
+    /// The auditor's state file and whether this run wrote it (TRUST-7).
+    auditor_state: Option<(PathBuf, bool)>,
 }
 
 impl TreeFindings {
     fn ok(&self) -> bool {
-        self.tree.as_ref().is_none_or(|t| t.ok())
-            && self.against.iter().all(|a| a.divergence.is_none())
+        self.tree.as_ref().is_none_or(|t| t.ok()) && self.against.iter().all(|a| a.ok())
     }
 
     /// Adds the findings to the JSON document; nothing when there are none,
@@ -102,6 +109,12 @@ impl TreeFindings {
         }
         if !self.against.is_empty() {
             doc["against"] = self.against.iter().map(|a| a.json()).collect();
+        }
+        if let Some((file, updated)) = &self.auditor_state {
+            doc["auditor_state"] = json!({
+                "file": file.display().to_string(),
+                "updated": updated,
+            });
         }
         if !self.ok() {
             doc["ok"] = json!(false);
@@ -114,6 +127,12 @@ impl TreeFindings {
         }
         for a in &self.against {
             outln!("{}", a.line())?;
+            if let Some(j) = &a.auditor {
+                outln!("{}", j.line())?;
+            }
+        }
+        if let Some((file, updated)) = &self.auditor_state {
+            outln!("{}", crate::cli::auditor::committed_line(file, *updated))?;
         }
         Ok(())
     }
@@ -248,9 +267,16 @@ fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<Ex
     } else {
         None
     };
-    let findings = if report.ok() {
-        let (tree, against) = crate::cli::trust::verify_tree(&ledger, &a.against, &a.vkey)?;
-        TreeFindings { tree, against }
+    let mut memory = None;
+    let mut findings = if report.ok() {
+        let (tree, against, held) =
+            crate::cli::trust::verify_tree(&ledger, &a.against, &a.vkey, a.state.as_deref(), wait)?;
+        memory = held;
+        TreeFindings {
+            tree,
+            against,
+            auditor_state: None,
+        }
     } else if !a.against.is_empty() {
         return Err(Error::Damage(
             "the ledger does not verify, so it extends no checkpoint; run verify".into(),
@@ -259,8 +285,23 @@ fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<Ex
     } else {
         TreeFindings::default()
     };
-    print_verify(&report, ckpt.as_ref(), &findings, a.json)?;
     let ckpt_ok = !matches!(ckpt, Some(crate::log::checkpoint::Check::Differs { .. }));
+    if let Some(memory) = memory {
+        // TRUST-7: the memory moves only when the whole verify holds.
+        let path = memory.path().to_path_buf();
+        let written = if report.ok() && ckpt_ok && findings.ok() {
+            let judged: Vec<_> = findings
+                .against
+                .iter()
+                .filter_map(|a| a.auditor.as_ref())
+                .collect();
+            memory.commit(&judged)?
+        } else {
+            false
+        };
+        findings.auditor_state = Some((path, written));
+    }
+    print_verify(&report, ckpt.as_ref(), &findings, a.json)?;
     Ok(if report.ok() && ckpt_ok && findings.ok() {
         ExitCode::SUCCESS
     } else {

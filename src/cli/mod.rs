@@ -3,6 +3,7 @@
 //! codes. No business rule lives here.
 
 mod audit;
+mod auditor;
 #[cfg(feature = "aws")]
 mod aws;
 mod case;

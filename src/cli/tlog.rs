@@ -72,6 +72,10 @@ pub enum CheckpointCommand {
     /// Check a signed checkpoint: its signature (and any witness
     /// cosignature of a key the manifest lists), and that this ledger has
     /// that tree size and root. Exit 1 otherwise.
+    ///
+    /// The auditor remembers (TRUST-7): the largest checkpoint accepted per
+    /// origin is kept in a state file (--state); a smaller one is refused
+    /// as a rollback, one not consistent with it as a fork (exit 1).
     Verify(CheckpointVerifyArgs),
 }
 
@@ -110,6 +114,11 @@ pub struct CheckpointVerifyArgs {
     /// The log's verifier key (the text, or @FILE); repeat to allow several.
     #[arg(long, required = true, value_name = "VKEY")]
     pub vkey: Vec<String>,
+    /// The auditor's state file (TRUST-7): the largest checkpoint accepted
+    /// per origin. Default `$XDG_CONFIG_HOME/benchledger/auditor-state.json`
+    /// (else `~/.config/benchledger/auditor-state.json`).
+    #[arg(long, value_name = "FILE", env = crate::cli::auditor::STATE_ENV)]
+    pub state: Option<PathBuf>,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -407,12 +416,23 @@ fn run_verify_note(
                 hex::encode(v.checkpoint.root())
             )));
         }
-        Ok(v)
+        // TRUST-7: judged against the remembered checkpoint, with a
+        // consistency proof from this ledger's tree.
+        let memory = crate::cli::auditor::Memory::open(a.state.as_deref(), wait)?;
+        let judged = memory.judge(&derived.nodes, &v.checkpoint, &note)?;
+        if let Some(why) = judged.refusal() {
+            return Err(not_held(why));
+        }
+        let path = memory.path().to_path_buf();
+        let written = memory.commit(&[&judged])?;
+        Ok((v, judged, path, written))
     })();
     derived.discard();
-    let v = result?;
+    let (v, judged, state_file, written) = result?;
     let (who, unchecked) = (signed_by(&v), not_checked(&v));
     if a.json {
+        let mut auditor = judged.json();
+        auditor["updated"] = json!(written);
         print_json(&json!({
             "ok": true,
             "origin": v.checkpoint.origin(),
@@ -420,6 +440,7 @@ fn run_verify_note(
             "root": hex::encode(v.checkpoint.root()),
             "signed_by": who,
             "not_checked": unchecked,
+            "auditor": auditor,
         }))?;
     } else {
         outln!(
@@ -429,6 +450,11 @@ fn run_verify_note(
             hex::encode(v.checkpoint.root()),
             who.join(", "),
             not_checked_text(&unchecked)
+        )?;
+        outln!("{}", judged.line())?;
+        outln!(
+            "{}",
+            crate::cli::auditor::committed_line(&state_file, written)
         )?;
     }
     Ok(ExitCode::SUCCESS)

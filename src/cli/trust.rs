@@ -329,6 +329,11 @@ pub(crate) struct Against {
     pub(crate) divergence: Option<Divergence>,
     /// The ledger's size.
     pub(crate) size: u64,
+    /// The note's text.
+    text: String,
+    /// TRUST-7: the note judged against the auditor's memory (only a note
+    /// this ledger extends is judged).
+    pub(crate) auditor: Option<crate::cli::auditor::Judged>,
 }
 
 impl Against {
@@ -344,7 +349,14 @@ impl Against {
             "ledger_size": self.size,
             "agrees_through": self.divergence.as_ref().map(|d| d.agrees_through),
             "differs_by": self.divergence.as_ref().map(|d| d.differs_by),
+            "auditor": self.auditor.as_ref().map(|j| j.json()),
         })
+    }
+
+    /// Whether it holds: this ledger extends it and the auditor accepts it
+    /// (TRUST-7).
+    pub(crate) fn ok(&self) -> bool {
+        self.divergence.is_none() && self.auditor.as_ref().is_none_or(|j| j.judgement.accepted())
     }
 
     pub(crate) fn line(&self) -> String {
@@ -386,20 +398,20 @@ pub(crate) fn against(
     logs: &[VerifierKey],
     witnesses: &[VerifierKey],
 ) -> anyhow::Result<Vec<Against>> {
-    let mut published: Vec<(PathBuf, VerifiedCheckpoint)> = Vec::new();
+    let mut published: Vec<(PathBuf, VerifiedCheckpoint, String)> = Vec::new();
     for path in notes {
         let note = read_note(path)?;
         let v = open_checkpoint(&note, logs, witnesses, &derived.origin)
             .with_context(|| path.display().to_string())?;
-        published.push((path.clone(), v));
+        published.push((path.clone(), v, note));
     }
     let mut signed: Vec<(u64, Hash)> = published
         .iter()
-        .map(|(_, v)| (v.checkpoint.size(), *v.checkpoint.root()))
+        .map(|(_, v, _)| (v.checkpoint.size(), *v.checkpoint.root()))
         .collect();
     signed.extend(recorded_signed_roots(derived, logs));
     let mut out = Vec::new();
-    for (note, v) in published {
+    for (note, v, text) in published {
         let own = [(v.checkpoint.size(), *v.checkpoint.root())];
         let extends = tree::bisect(&derived.nodes, &own)
             .map_err(|e| Error::input(e.to_string()))?
@@ -423,6 +435,8 @@ pub(crate) fn against(
             checkpoint: v.checkpoint,
             divergence,
             size: derived.size(),
+            text,
+            auditor: None,
         });
     }
     Ok(out)
@@ -445,12 +459,25 @@ fn recorded_signed_roots(derived: &Derived, logs: &[VerifierKey]) -> Vec<(u64, H
         .collect()
 }
 
-/// The tree part of `verify` and its `--against` notes, from one walk.
+/// What the tree part of `verify` found: the checkpoint records and node
+/// cache, each `--against` note, and the auditor's memory they were
+/// judged against (TRUST-7; held, locked, until the verb commits it).
+pub(crate) type TreeFound = (
+    Option<TreeReport>,
+    Vec<Against>,
+    Option<crate::cli::auditor::Memory>,
+);
+
+/// The tree part of `verify` and its `--against` notes, from one walk;
+/// each note this ledger extends is judged against the auditor's memory
+/// in `state` (TRUST-7).
 pub(crate) fn verify_tree(
     ledger: &Ledger,
     notes: &[PathBuf],
     vkeys: &[String],
-) -> anyhow::Result<(Option<TreeReport>, Vec<Against>)> {
+    state: Option<&Path>,
+    wait: std::time::Duration,
+) -> anyhow::Result<TreeFound> {
     let derived = tree::derive(ledger)?;
     let result = (|| {
         let cache = derived.check_cache(ledger.dir())?;
@@ -471,7 +498,7 @@ pub(crate) fn verify_tree(
         };
         let nothing = report.checkpoints == 0 && report.cache == CacheCheck::Absent;
         if notes.is_empty() {
-            return Ok(((!nothing).then_some(report), Vec::new()));
+            return Ok(((!nothing).then_some(report), Vec::new(), None));
         }
         let frozen = frozen_keys(&crate::cli::common::decide_state(ledger)?);
         let logs = if vkeys.is_empty() {
@@ -482,8 +509,12 @@ pub(crate) fn verify_tree(
                 .map(|k| parse_vkey(k))
                 .collect::<anyhow::Result<Vec<_>>>()?
         };
-        let found = against(&derived, notes, &logs, &frozen.witnesses)?;
-        Ok(((!nothing).then_some(report), found))
+        let mut found = against(&derived, notes, &logs, &frozen.witnesses)?;
+        let memory = crate::cli::auditor::Memory::open(state, wait)?;
+        for a in found.iter_mut().filter(|a| a.divergence.is_none()) {
+            a.auditor = Some(memory.judge(&derived.nodes, &a.checkpoint, &a.text)?);
+        }
+        Ok(((!nothing).then_some(report), found, Some(memory)))
     })();
     derived.discard();
     result

@@ -7,6 +7,7 @@
 //! files or the network: the CLI gathers facts and passes them in.
 
 pub mod audit;
+pub mod auditor;
 pub mod binding;
 pub mod central;
 pub mod checkpointed;

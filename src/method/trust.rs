@@ -12,8 +12,10 @@
 //! manifest_blake3 <64 hex>
 //! ```
 //!
-//! each ending in a newline. The first line holds spaces, so no signed
-//! sign-off is ever a well-formed checkpoint (whose origin has none).
+//! each ending in a newline. Its second line is not a decimal tree size,
+//! so no signed sign-off is ever a well-formed checkpoint (an origin, the
+//! first line, may hold spaces: C2SP says clients must not assume it has
+//! none).
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;

@@ -58,6 +58,13 @@ put("new.note", v["consistency"]["new_note"])
 put("forged.note", v["signed_note"].replace("\n7\n", "\n8\n", 1))
 bad = json.loads(v["inclusion_proof_json"]); bad["leaf_index"] = 4
 put("bad-inclusion.json", json.dumps(bad, indent=2, ensure_ascii=False) + "\n")
+sumdb = v["external_checkpoints"][0]
+put("sumdb.vkey", sumdb["verifier_key"] + "\n")
+put("sumdb.note", sumdb["note"])
+cases = {c["name"]: c for c in v["must_fail"]}
+put("empty-inclusion.json", cases["inclusion proof in the empty tree"]["proof_json"])
+c = cases["consistency proof from the empty tree (size 0 to 3)"]
+put("from-empty.json", c["proof_json"]); put("empty.note", c["old_note"]); put("three.note", c["new_note"])
 PYEOF
 LOG="@$TMP/log.vkey"
 W="@$TMP/witness.vkey"
@@ -70,6 +77,12 @@ expect "inclusion proof verifies (no ledger)" 0 "$PY" "$VERIFY" inclusion "$TMP/
 expect "tampered inclusion proof fails" 1 "$PY" "$VERIFY" inclusion "$TMP/bad-inclusion.json" --vkey "$LOG"
 expect "consistency proof verifies" 0 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/old.note" "$TMP/new.note" --vkey "$LOG" --witness "$W"
 expect "consistency with swapped notes fails" 1 "$PY" "$VERIFY" consistency "$TMP/consistency.json" "$TMP/new.note" "$TMP/old.note" --vkey "$LOG"
+# Interop (issue 32 item 4): an origin with spaces verifies (sum.golang.org's
+# own checkpoint); an inclusion proof in the empty tree and a consistency
+# proof from size 0 are refused, as transparency-dev/merkle's vectors expect.
+expect "sum.golang.org's checkpoint (origin with spaces) verifies" 0 "$PY" "$VERIFY" checkpoint "$TMP/sumdb.note" --vkey "@$TMP/sumdb.vkey"
+expect "inclusion proof in the empty tree fails" 1 "$PY" "$VERIFY" inclusion "$TMP/empty-inclusion.json" --vkey "$LOG"
+expect "consistency proof from size 0 fails" 1 "$PY" "$VERIFY" consistency "$TMP/from-empty.json" "$TMP/empty.note" "$TMP/three.note" --vkey "$LOG"
 expect "missing file is a usage error" 2 "$PY" "$VERIFY" note "$TMP/nothing.note" --vkey "$LOG"
 
 # 3. The vectors over the vector chain (ledger SPEC section 11).

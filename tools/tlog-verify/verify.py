@@ -92,8 +92,8 @@ def hex32(text: str, what: str) -> bytes:
 
 
 def check_name(text: str, limit: int, what: str) -> None:
-    """Key names and origins: non-empty, bounded, no Unicode white space, no
-    plus sign (signed-note), no control characters."""
+    """Key names: non-empty, bounded, no Unicode white space, no plus sign
+    (signed-note), no control characters."""
     if not text:
         fail(f"{what} is empty")
     if len(text.encode("utf-8")) > limit:
@@ -105,6 +105,19 @@ def check_name(text: str, limit: int, what: str) -> None:
             fail(f"{what} contains a plus sign")
         if unicodedata.category(ch) == "Cc":
             fail(f"{what} contains a control character")
+
+
+def check_origin(text: str) -> None:
+    """A checkpoint's origin (tlog-checkpoint): non-empty, bounded, no control
+    characters. Spaces and plus signs are allowed: C2SP only recommends an
+    origin without them and says clients must not assume one (sum.golang.org's
+    origin is "go.sum database tree")."""
+    if not text:
+        fail("origin is empty")
+    if len(text.encode("utf-8")) > ORIGIN_BYTES_MAX:
+        fail("origin is too long")
+    if any(unicodedata.category(ch) == "Cc" for ch in text):
+        fail("origin contains a control character")
 
 
 def has_control(text: str) -> bool:
@@ -195,20 +208,24 @@ def verify_inclusion(leaf: bytes, index: int, size: int, proof: list[bytes], roo
 
 
 def verify_consistency(old: int, new: int, proof: list[bytes], old_root: bytes, new_root: bytes) -> None:
-    """RFC 9162 2.1.4.2, with equal sizes (empty proof, equal roots) and an
-    old size of 0 (empty proof, root SHA-256(""))."""
+    """RFC 9162 2.1.4.2, with equal sizes (empty proof, equal roots; at size 0
+    the root SHA-256("")). A proof from size 0 to a larger size is refused:
+    every tree extends the empty one, so it proves nothing, and
+    transparency-dev/merkle's vectors expect an error."""
     check_size(old, "old size")
     check_size(new, "new size")
     if len(proof) > PROOF_HASHES_MAX:
         fail("consistency proof is too long")
     if old > new:
         fail(f"old size {old} exceeds new size {new}")
-    if old == new or old == 0:
+    if old == 0 and new > 0:
+        fail(f"a consistency proof from the empty tree to size {new} proves nothing")
+    if old == new:
         if proof:
-            fail("consistency proof between these sizes must be empty")
+            fail("consistency proof between equal sizes must be empty")
         if old == 0 and old_root != sha256(b""):
             fail("root of the empty tree is not SHA-256 of the empty string")
-        if old == new and old_root != new_root:
+        if old_root != new_root:
             fail("equal sizes with different roots")
         return
     if not proof:
@@ -467,7 +484,7 @@ def parse_checkpoint(body: str) -> Checkpoint:
         fail("checkpoint has fewer than three lines")
     if any(line == "" for line in lines):
         fail("checkpoint has an empty line")
-    check_name(lines[0], ORIGIN_BYTES_MAX, "origin")
+    check_origin(lines[0])
     if not re.fullmatch(r"0|[1-9][0-9]{0,19}", lines[1]):
         fail("tree size is not decimal without leading zeros, at most 20 digits")
     size = int(lines[1])
@@ -656,11 +673,22 @@ def check_proofs(v: dict, t: Tally, leaves: list[bytes], log: Key, wit: Key) -> 
     cons = json.loads(c["proof_json"])
     t.check("consistency proof hashes equal RFC 6962 PROOF", lambda: [
         b64_strict(h, "hash") for h in cons["hashes"]] == rfc6962_subproof(3, leaves[:7], True))
-    for m in range(0, 9):
+    for m in range(1, 9):
         for n in range(m, 9):
             t.check(f"consistency {m} -> {n} from SUBPROOF verifies", lambda: verify_consistency(
-                m, n, rfc6962_subproof(m, leaves[:n], True) if 0 < m < n else [],
+                m, n, rfc6962_subproof(m, leaves[:n], True) if m < n else [],
                 mth(leaves[:m]), mth(leaves[:n])) is None)
+    t.check("consistency 0 -> 0 (empty roots, no hashes) verifies",
+            lambda: verify_consistency(0, 0, [], mth([]), mth([])) is None)
+    # transparency-dev/merkle: a proof from size 0 and a proof in the empty
+    # tree are errors, whatever hashes they carry.
+    for n in range(1, 9):
+        for proof in ([], [leaves[0]], rfc6962_path(0, leaves[:n])):
+            t.must_fail(f"consistency 0 -> {n} with {len(proof)} hashes", lambda: verify_consistency(
+                0, n, proof, mth([]), mth(leaves[:n])))
+    for proof in ([], [leaves[0]]):
+        t.must_fail(f"inclusion of index 0 in the empty tree with {len(proof)} hashes",
+                    lambda: verify_inclusion(leaves[0], 0, 0, proof, mth([])))
     for n in range(1, 9):
         for i in range(n):
             t.check(f"inclusion {i} in {n} from PATH verifies", lambda: verify_inclusion(
@@ -676,6 +704,10 @@ def check_external(v: dict, t: Tally) -> None:
             text = open_note(e["note"], [key]).text
             line = NoteSig(skey.name, skey.key_id, private.sign(text.encode())).line()
             t.check(f"external re-signs: {e['source']}", lambda: skey == key and text + "\n" + line == e["note"])
+    for e in v["external_checkpoints"]:
+        key = parse_vkey(e["verifier_key"])
+        t.check(f"external checkpoint: {e['source']}", lambda: verify_checkpoint_note(e["note"], key, [])[0] == Checkpoint(
+            e["origin"], e["tree_size"], hex32(e["root"], "root"), ()))
 
 
 def check_must_fail(v: dict, t: Tally, log: Key, wit: Key) -> None:

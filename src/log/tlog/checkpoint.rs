@@ -14,7 +14,7 @@
 use super::error::TlogError;
 use super::merkle::{tree_root, Hash, NodeSource, TREE_SIZE_MAX};
 use super::note::{open_note, KeyKind, OpenedNote, VerifierKey};
-use super::text::{b64_decode_hash, b64_encode, check_name, has_control};
+use super::text::{b64_decode_hash, b64_encode, check_origin, has_control};
 
 /// The longest origin line, in bytes (without its newline).
 pub const ORIGIN_BYTES_MAX: usize = 256;
@@ -37,8 +37,9 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// A checkpoint without extension lines. The origin follows the same
-    /// rule as a key name: non-empty, no white space, no plus sign.
+    /// A checkpoint without extension lines. The origin is any non-empty
+    /// line without control characters (C2SP: clients must not assume it
+    /// has no spaces; benchledger's own origins have none).
     pub fn new(origin: &str, size: u64, root: Hash) -> Result<Self, TlogError> {
         Self::with_extensions(origin, size, root, Vec::new())
     }
@@ -50,7 +51,7 @@ impl Checkpoint {
         root: Hash,
         extensions: Vec<String>,
     ) -> Result<Self, TlogError> {
-        check_name("origin", origin, ORIGIN_BYTES_MAX)?;
+        check_origin(origin, ORIGIN_BYTES_MAX)?;
         if size > TREE_SIZE_MAX {
             return Err(TlogError::TreeSizeTooLarge { size });
         }

@@ -38,6 +38,8 @@ pub enum TlogError {
     SameSizeRootsDiffer { size: u64 },
     #[error("the root of an empty tree is not sha-256 of the empty string")]
     EmptyTreeRootMismatch,
+    #[error("a consistency proof from the empty tree (size 0) to size {new} proves nothing and is refused")]
+    ConsistencyFromEmptyTree { new: u64 },
     #[error("the log's root at size {size} differs from the checkpoint's")]
     CheckpointRootMismatch { size: u64 },
 

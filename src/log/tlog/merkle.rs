@@ -273,7 +273,8 @@ pub fn verify_inclusion(
 
 /// RFC 9162 2.1.4.2: verify that the tree (`old`, `old_root`) is a prefix of
 /// the tree (`new`, `new_root`). Equal sizes need an empty proof and equal
-/// roots; an old size of 0 needs an empty proof and the empty-tree root.
+/// roots (size 0: the empty-tree root); a proof from size 0 to a larger
+/// size is refused (it proves nothing; transparency-dev/merkle refuses it).
 pub fn verify_consistency(
     old: u64,
     new: u64,
@@ -287,14 +288,19 @@ pub fn verify_consistency(
         return Err(TlogError::OldSizeAboveNewSize { old, new });
     }
     let wrong_length = || TlogError::ConsistencyProofLength { count: proof.len() };
-    if old == new || old == 0 {
+    if old == 0 && new > 0 {
+        // Every tree extends the empty one: such a proof says nothing, and
+        // transparency-dev/merkle's vectors expect it refused.
+        return Err(TlogError::ConsistencyFromEmptyTree { new });
+    }
+    if old == new {
         if !proof.is_empty() {
             return Err(wrong_length());
         }
         if old == 0 && *old_root != empty_root() {
             return Err(TlogError::EmptyTreeRootMismatch);
         }
-        if old == new && old_root != new_root {
+        if old_root != new_root {
             return Err(TlogError::SameSizeRootsDiffer { size: old });
         }
         return Ok(());

@@ -37,7 +37,7 @@ use super::error::TlogError;
 use super::leaf::{leaf_data, record_leaf_hash, LEAF_DATA_BYTES};
 use super::merkle::{verify_consistency, verify_inclusion, Hash, PROOF_HASHES_MAX, TREE_SIZE_MAX};
 use super::note::{SignedNote, VerifierKey};
-use super::text::{b64_decode_hash, b64_encode, check_name, hex_decode, hex_encode};
+use super::text::{b64_decode_hash, b64_encode, check_origin, hex_decode, hex_encode};
 
 /// The `format` of an inclusion proof.
 pub const INCLUSION_PROOF_FORMAT: &str = "benchledger/tlog-inclusion-proof/v1";
@@ -149,7 +149,7 @@ impl InclusionProof {
     }
 
     fn check(&self) -> Result<(), TlogError> {
-        check_name("origin", &self.origin, ORIGIN_BYTES_MAX)?;
+        check_origin(&self.origin, ORIGIN_BYTES_MAX)?;
         if self.tree_size > TREE_SIZE_MAX {
             return Err(TlogError::TreeSizeTooLarge {
                 size: self.tree_size,
@@ -286,7 +286,7 @@ impl ConsistencyProof {
         new_size: u64,
         hashes: Vec<Hash>,
     ) -> Result<Self, TlogError> {
-        check_name("origin", origin, ORIGIN_BYTES_MAX)?;
+        check_origin(origin, ORIGIN_BYTES_MAX)?;
         if new_size > TREE_SIZE_MAX {
             return Err(TlogError::TreeSizeTooLarge { size: new_size });
         }

@@ -63,7 +63,7 @@ pub(super) fn has_control(s: &str) -> bool {
     s.bytes().any(|b| b < 0x20 && b != b'\n')
 }
 
-/// A key name or origin: non-empty, at most `max` bytes, no Unicode white
+/// A key name: non-empty, at most `max` bytes, no Unicode white
 /// space, no plus, no control character. `what` names it in the error.
 pub(super) fn check_name(what: &'static str, s: &str, max: usize) -> Result<(), TlogError> {
     let problem = if s.is_empty() {
@@ -80,4 +80,24 @@ pub(super) fn check_name(what: &'static str, s: &str, max: usize) -> Result<(), 
         return Ok(());
     };
     Err(TlogError::Name { what, problem })
+}
+
+/// A checkpoint's origin line (C2SP tlog-checkpoint): non-empty, at most
+/// `max` bytes, no control character. Spaces and plus signs are allowed:
+/// C2SP only recommends an origin without them, and clients must not
+/// assume one (`go.sum database tree` is a real origin).
+pub(super) fn check_origin(s: &str, max: usize) -> Result<(), TlogError> {
+    let problem = if s.is_empty() {
+        "is empty"
+    } else if s.len() > max {
+        "is too long"
+    } else if s.chars().any(char::is_control) {
+        "contains a control character"
+    } else {
+        return Ok(());
+    };
+    Err(TlogError::Name {
+        what: "origin",
+        problem,
+    })
 }

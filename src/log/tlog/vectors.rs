@@ -3,8 +3,11 @@
 //! Eight leaves, seq 0..=7, each with a stand-in link hash
 //! SHA-256(u64_be(seq)); roots for sizes 1..=8; checkpoints at sizes 3 and 7
 //! signed by a log key and the size-7 one cosigned by a witness; one
-//! inclusion and one consistency proof; published examples from C2SP and Go;
-//! and inputs every verifier must reject. The keys are TEST-ONLY: their
+//! inclusion and one consistency proof; published examples from C2SP and Go,
+//! and a real sum.golang.org checkpoint (its origin holds spaces); and
+//! inputs every verifier must reject (among them, as transparency-dev/merkle
+//! expects, an inclusion proof in the empty tree and a consistency proof
+//! from size 0). The keys are TEST-ONLY: their
 //! seeds are SHA-256 of public strings.
 //!
 //! `vectors_json()` is byte-for-byte the committed file; the test in
@@ -41,6 +44,12 @@ pub const GO_NOTE_VKEY: &str = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfs
 /// golang.org/x/mod/sumdb/note's test signer key (public test data).
 pub const GO_NOTE_SKEY: &str =
     "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+/// sum.golang.org's verifier key, as the go command ships it.
+pub const SUMDB_VKEY: &str = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8";
+/// A checkpoint sum.golang.org signed (tree size 31700353; quoted in
+/// transparency-dev/trillian-tessera's internal/parse tests, without its
+/// final newline). Its origin, `go.sum database tree`, holds spaces.
+pub const SUMDB_NOTE: &str = "go.sum database tree\n31700353\nqINS1GRFhWHwdkUeqLEoP4yEMkTBBzxBkGwGQlVlVcs=\n\n\u{2014} sum.golang.org Az3grnmrIUEDFqHzAElIQCPNoRFRAAdFo47fooyWKMHb89k11GJh5zHIfNCOBmwn/C3YI8oW9/C8DJ87F61QqspBYwM=\n";
 /// golang.org/x/mod/sumdb/note's test note, signed by [`GO_NOTE_SKEY`].
 pub const GO_NOTE: &str = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n\n\u{2014} PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
 
@@ -57,6 +66,7 @@ struct Vectors {
     inclusion_proof_json: String,
     consistency: ConsistencyVector,
     external: Vec<ExternalVector>,
+    external_checkpoints: Vec<ExternalCheckpoint>,
     must_fail: Vec<MustFail>,
 }
 
@@ -106,6 +116,18 @@ struct ExternalVector {
     verifier_key: &'static str,
     signer_key: Option<&'static str>,
     note: &'static str,
+}
+
+/// A checkpoint a real log signed: it verifies with `verifier_key` and
+/// parses to `origin`, `tree_size` and `root` (hex).
+#[derive(Serialize)]
+struct ExternalCheckpoint {
+    source: &'static str,
+    verifier_key: &'static str,
+    note: &'static str,
+    origin: String,
+    tree_size: u64,
+    root: String,
 }
 
 /// An input every verifier must reject. `kind` says which fields are set:
@@ -217,7 +239,11 @@ pub fn vectors_json() -> Result<String, TlogError> {
         leaves,
         roots,
         keys: Keys { log: key_pair(&log), witness: key_pair(&witness) },
-        must_fail: must_fail(&inclusion, &consistency, &signed_note, &body, &log, &witness)?,
+        must_fail: {
+            let mut cases = must_fail(&inclusion, &consistency, &signed_note, &body, &log, &witness)?;
+            cases.extend(must_fail_empty_tree(&tree, &inclusion, &consistency, &log)?);
+            cases
+        },
         checkpoint: body,
         signed_note,
         cosignature: CosignatureVector {
@@ -228,6 +254,7 @@ pub fn vectors_json() -> Result<String, TlogError> {
         inclusion_proof_json: inclusion.to_json(),
         consistency,
         external: external(),
+        external_checkpoints: external_checkpoints()?,
     };
     let mut out =
         serde_json::to_string_pretty(&vectors).map_err(|e| TlogError::Vectors(e.to_string()))?;
@@ -250,6 +277,83 @@ fn external() -> Vec<ExternalVector> {
             note: GO_NOTE,
         },
     ]
+}
+
+fn external_checkpoints() -> Result<Vec<ExternalCheckpoint>, TlogError> {
+    let body = Checkpoint::parse(SignedNote::parse(SUMDB_NOTE)?.text())?;
+    Ok(vec![ExternalCheckpoint {
+        source: "sum.golang.org, a signed tree head (origin with spaces)",
+        verifier_key: SUMDB_VKEY,
+        note: SUMDB_NOTE,
+        origin: body.origin().to_owned(),
+        tree_size: body.size(),
+        root: hex_encode(body.root()),
+    }])
+}
+
+/// What transparency-dev/merkle's vectors expect refused: an inclusion
+/// proof in the empty tree (no leaf index is below size 0) and a
+/// consistency proof from size 0 (it proves nothing), each with a size-0
+/// checkpoint the log key signed.
+fn must_fail_empty_tree(
+    tree: &MemoryNodes,
+    inclusion: &InclusionProof,
+    consistency: &ConsistencyVector,
+    log: &SignerKey,
+) -> Result<Vec<MustFail>, TlogError> {
+    let (_, empty_note) = signed_checkpoint(tree, 0, log)?;
+    // The proof's own JSON, field order kept, with the size-0 note, size,
+    // index 0 and no hashes.
+    let json = inclusion.to_json();
+    let hashes = json
+        .find("\"hashes\": [")
+        .and_then(|start| Some((start, start + json[start..].find(']')?)))
+        .ok_or_else(|| TlogError::Vectors("the inclusion proof has no hashes".into()))?;
+    let note = serde_json::to_string(&empty_note).map_err(|e| TlogError::Vectors(e.to_string()))?;
+    let in_empty = format!(
+        "{}\"hashes\": []{}",
+        &json[..hashes.0],
+        &json[hashes.1 + 1..]
+    )
+    .replacen("\"tree_size\": 7", "\"tree_size\": 0", 1)
+    .replacen("\"leaf_index\": 3", "\"leaf_index\": 0", 1);
+    let in_empty = match in_empty.find("\"checkpoint\": \"") {
+        Some(at) => {
+            let value = at + "\"checkpoint\": ".len();
+            let end = value + json_string_len(&in_empty[value..]);
+            format!("{}{note}{}", &in_empty[..value], &in_empty[end..])
+        }
+        None => {
+            return Err(TlogError::Vectors(
+                "the inclusion proof has no checkpoint".into(),
+            ))
+        }
+    };
+    let from_empty = ConsistencyProof::new(VECTORS_ORIGIN, 0, 3, Vec::new())?;
+    Ok(vec![
+        MustFail::inclusion("inclusion proof in the empty tree", in_empty),
+        MustFail {
+            name: "consistency proof from the empty tree (size 0 to 3)",
+            kind: "consistency",
+            proof_json: Some(from_empty.to_json()),
+            old_note: Some(empty_note),
+            new_note: Some(consistency.old_note.clone()),
+            ..MustFail::default()
+        },
+    ])
+}
+
+/// The length in bytes of the JSON string literal `text` starts with.
+fn json_string_len(text: &str) -> usize {
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        match (escaped, c) {
+            (false, '\\') => escaped = true,
+            (false, '"') => return i + 1,
+            _ => escaped = false,
+        }
+    }
+    text.len()
 }
 
 /// Flip the lowest bit of the `nth` base64 character after `marker` so the
@@ -392,10 +496,7 @@ fn must_fail_texts(body: &str, log: &SignerKey, witness: &SignerKey) -> Vec<Must
             "size with a leading zero",
             format!("{origin}\n07\n{root}\n"),
         ),
-        checkpoint(
-            "origin with a trailing space",
-            format!("{origin} \n7\n{root}\n"),
-        ),
+        checkpoint("empty origin line", format!("\n7\n{root}\n")),
         checkpoint(
             "root of 43 characters",
             format!("{origin}\n7\n{}\n", &root[1..]),

@@ -88,6 +88,20 @@ fn vectors_agree_with_the_implementation() {
             s(e, "source")
         );
     }
+    for e in v["external_checkpoints"].as_array().unwrap() {
+        let key = VerifierKey::parse(s(e, "verifier_key")).unwrap();
+        let cp = verify_checkpoint_note(s(e, "note"), &key, &[])
+            .unwrap_or_else(|err| panic!("TRUST-8: {} verifies: {err}", s(e, "source")))
+            .checkpoint;
+        assert_eq!(
+            cp.origin(),
+            s(e, "origin"),
+            "TRUST-8: the whole origin line"
+        );
+        assert!(cp.origin().contains(' '), "an origin with spaces");
+        assert_eq!(cp.size(), e["tree_size"].as_u64().unwrap());
+        assert_eq!(*cp.root(), hash(e, "root"));
+    }
 }
 
 #[test]
