@@ -802,3 +802,6 @@ fn every_run_class_words_its_claims_as_its_class_allows() {
         assert!(render_svg(&rep).contains(&format!("{} (%)", rep.claim.score_name)));
     }
 }
+
+#[path = "chart_tests.rs"]
+mod chart;
