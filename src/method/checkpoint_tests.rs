@@ -402,7 +402,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             8,
-            "402089603b41b46dbfc5b5217fe5fa85eee1fc8abb84cce39a2d24e92887ca00".to_string()
+            "ce96e3322139bd7480f3f6933e4f36443f8e4ffb2d5a845b3e1d19650d077085".to_string()
         ),
         "state layout changed"
     );
