@@ -80,6 +80,9 @@ cargo test --no-default-features --features parquet --lib cli::parquet
 cargo test --no-default-features --features parquet --test cli parquet
 bash tools/analysis/check.sh
 
+section "Parquet on Spark: the same SQL on DuckDB and PySpark (local mode) over lineages 001, 1 and 2026-07-10, rows checked by hand (about 1 min warm, +40 s to make the venv)"
+bash tools/analysis/spark/check.sh
+
 section "the main job, live (tools/demo.sh): canary-1, control, r1, r2 through \`benchledger run\` on the real BitRouter daemon, Harbor 0.25.0 + Terminus 2 and moto, all on 127.0.0.1; builds bro from the crate registry when missing"
 bro_rc=0; wait "${bro_pid}" || bro_rc=$?; bro_pid=""
 [[ ${bro_rc} -eq 0 ]] || { cat "${bro_log}" >&2; echo "the background bro build failed (exit ${bro_rc})" >&2; exit 1; }

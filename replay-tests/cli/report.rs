@@ -224,7 +224,9 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
         let files: Vec<&str> = r.stdout.lines().collect();
         assert_eq!(files.len(), 3, "{}", r.stdout);
         for table in ["requests", "cases", "lineage_groups"] {
-            let partition = p.join(table).join("lineage=short13-kimi-2026-11");
+            let partition = p
+                .join(table)
+                .join("lineage_key=lineage-short13-kimi-2026-11");
             let file = std::fs::read_dir(&partition)
                 .unwrap()
                 .next()
@@ -245,7 +247,9 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
         let other = imported("replicated-accepted");
         let added = other.run(&["export", "--parquet", s(&p), "--append"]);
         assert_eq!(added.code, 0, "{}", added.stderr);
-        assert!(p.join("cases/lineage=rep13x3-kimi-2026-11").is_dir());
+        assert!(p
+            .join("cases/lineage_key=lineage-rep13x3-kimi-2026-11")
+            .is_dir());
         let without = other.run(&["export", "--parquet", s(&p)]);
         assert_eq!(without.code, 2, "a non-empty target needs --append");
     } else {

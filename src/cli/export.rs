@@ -39,8 +39,9 @@ pub struct ExportArgs {
     #[arg(long, value_name = "DIR")]
     pub redacted: Option<PathBuf>,
     /// The request, case and group tables as a Parquet dataset partitioned
-    /// by lineage (DIR/<table>/lineage=<label>/part-<head>.parquet), in a
-    /// new or empty directory.
+    /// by lineage (DIR/<table>/lineage_key=lineage-<label>/part-<head>.parquet,
+    /// the lineage also a string column of every file), in a new or empty
+    /// directory.
     #[arg(long, value_name = "DIR", long_help = PARQUET_HELP, help = PARQUET_HELP)]
     pub parquet: Option<PathBuf>,
     /// With --parquet: add this ledger's lineages to an existing dataset
@@ -317,7 +318,7 @@ fn transparency_files(signed: Option<&SignedHead>) -> Vec<BundleFile> {
 
 /// `export --parquet`'s help, as this build has it.
 #[cfg(feature = "parquet")]
-const PARQUET_HELP: &str = "The request, case and group tables as a Parquet dataset partitioned by lineage (DIR/<table>/lineage=<label>/part-<head>.parquet), in a new or empty directory";
+const PARQUET_HELP: &str = "The request, case and group tables as a Parquet dataset partitioned by lineage (DIR/<table>/lineage_key=lineage-<label>/part-<head>.parquet; the lineage is also a string column of every file), in a new or empty directory";
 #[cfg(not(feature = "parquet"))]
 const PARQUET_HELP: &str = "Not in this build (cargo feature `parquet` missing: exits 4; see --version): the request, case and group tables as a Parquet dataset partitioned by lineage";
 

@@ -3,17 +3,23 @@
 //! and lineages is one SQL statement (tools/analysis/):
 //!
 //! ```text
-//! DIR/requests/lineage=<label>/part-<head>.parquet
-//! DIR/cases/lineage=<label>/part-<head>.parquet
-//! DIR/lineage_groups/lineage=<label>/part-<head>.parquet
+//! DIR/requests/lineage_key=lineage-<label>/part-<head>.parquet
+//! DIR/cases/lineage_key=lineage-<label>/part-<head>.parquet
+//! DIR/lineage_groups/lineage_key=lineage-<label>/part-<head>.parquet
 //! ```
 //!
-//! Hive-style partitions: the `lineage` column lives in the directory name
-//! (DuckDB, Spark and Trino read it from there), not in the files. The
-//! tables' `group` column is `group_name` here: GROUP is a reserved word in
-//! every SQL dialect. `--append` adds the lineages of another ledger to an
-//! existing dataset; a lineage already in it is refused (its rows would
-//! count twice). The files are written through the `parquet` crate's
+//! The `lineage` column is in every file, a Parquet UTF-8 string, so every
+//! reader types it as a string whatever its options (issue 31: Spark
+//! inferred a partition `lineage=001` as the integer 1, colliding with
+//! lineage `1`, and `2026-07-10` as a date, as DuckDB's partition reading
+//! did). The Hive-style directories are for partition pruning only: their
+//! key is `lineage_key`, not `lineage`, and their value starts with
+//! `lineage-`, so even a reader that infers partition types reads a string.
+//! The tables' `group` column is `group_name` here: GROUP is a reserved
+//! word in every SQL dialect. `--append` onto a dataset of the old layout
+//! (`lineage=<label>`) is refused. `--append` adds the lineages of another
+//! ledger to an existing dataset; a lineage already in it is refused (its
+//! rows would count twice). The files are written through the `parquet` crate's
 //! low-level column writers (no Arrow): strings are UTF-8 byte arrays,
 //! counts INT64, optional columns have definition levels.
 
@@ -31,7 +37,7 @@ use crate::cli::common::BadUsage;
 use crate::method::projections::State;
 use crate::report::{self, CaseRow, GroupTableRow, LedgerHead, RequestRow};
 
-/// The tables of the dataset, each a directory of `lineage=` partitions.
+/// The tables of the dataset, each a directory of `lineage_key=` partitions.
 pub(crate) const TABLES: [&str; 3] = ["requests", "cases", "lineage_groups"];
 
 /// One column's values: definition levels and the present values.
@@ -137,7 +143,7 @@ fn write(schema: &str, columns: Vec<Col>) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The request table of one lineage (no `lineage` column: the partition).
+/// The request table of one lineage.
 pub(crate) fn requests(rows: &[&RequestRow]) -> anyhow::Result<Vec<u8>> {
     let text = |pick: fn(&RequestRow) -> Option<&str>| strs(rows.iter().map(|row| pick(row)));
     let count = |column: &str, pick: fn(&RequestRow) -> Option<u64>| {
@@ -145,7 +151,7 @@ pub(crate) fn requests(rows: &[&RequestRow]) -> anyhow::Result<Vec<u8>> {
     };
     write(
         "message request {
-            optional binary group_name (UTF8); optional binary group_status (UTF8);
+            optional binary lineage (UTF8); optional binary group_name (UTF8); optional binary group_status (UTF8);
             optional binary request_id (UTF8); optional binary tier (UTF8); optional binary provider (UTF8);
             optional binary model (UTF8); optional binary reason (UTF8); optional binary category (UTF8);
             optional binary selected_tier (UTF8);
@@ -155,6 +161,7 @@ pub(crate) fn requests(rows: &[&RequestRow]) -> anyhow::Result<Vec<u8>> {
             optional int64 charge_micro_usd; optional int64 recomputed_micro_usd; optional int32 http_status;
         }",
         vec![
+            text(|row| Some(&row.lineage)),
             text(|row| Some(&row.group)),
             text(|row| Some(&row.group_status)),
             text(|row| Some(&row.request_id)),
@@ -183,12 +190,13 @@ pub(crate) fn cases(rows: &[&CaseRow]) -> anyhow::Result<Vec<u8>> {
     let text = |pick: fn(&CaseRow) -> Option<&str>| strs(rows.iter().map(|row| pick(row)));
     write(
         "message case {
-            optional binary group_name (UTF8); optional binary group_status (UTF8);
+            optional binary lineage (UTF8); optional binary group_name (UTF8); optional binary group_status (UTF8);
             optional binary task (UTF8); optional binary trial (UTF8); optional int32 replacement;
             optional binary status (UTF8); optional binary reward (UTF8); optional boolean passed;
             optional boolean skipped; optional int64 started_seq;
         }",
         vec![
+            text(|row| Some(&row.lineage)),
             text(|row| Some(&row.group)),
             text(|row| Some(&row.group_status)),
             text(|row| Some(&row.task)),
@@ -208,12 +216,13 @@ pub(crate) fn groups(rows: &[&GroupTableRow]) -> anyhow::Result<Vec<u8>> {
     let text = |pick: fn(&GroupTableRow) -> Option<&str>| strs(rows.iter().map(|row| pick(row)));
     write(
         "message lineage_group {
-            optional binary group_name (UTF8); optional int32 group_order; optional binary kind (UTF8);
+            optional binary lineage (UTF8); optional binary group_name (UTF8); optional int32 group_order; optional binary kind (UTF8);
             optional binary group_status (UTF8); optional boolean accepted; optional int64 sealed_seq;
             optional int64 predeclared_cases; optional binary source_lineage (UTF8);
             optional binary source_group (UTF8);
         }",
         vec![
+            text(|row| Some(&row.lineage)),
             text(|row| Some(&row.group)),
             i32s(
                 rows.iter()
@@ -239,9 +248,36 @@ pub(crate) struct DatasetFile {
     pub bytes: Vec<u8>,
 }
 
+/// The partition key of the directories: not `lineage`, so no reader
+/// mistakes the directory for the files' own `lineage` column.
+pub(crate) const PARTITION_KEY: &str = "lineage_key";
+/// What every partition value starts with: a letter, so no reader's type
+/// inference reads a lineage such as `001` as the number 1 or
+/// `2026-07-10` as a date (lineage labels are letters, digits, `.`, `_`
+/// and `-`, so the value needs no escaping).
+pub(crate) const PARTITION_PREFIX: &str = "lineage-";
+/// The directory name of the layout before issue 31, which `--append`
+/// refuses to mix with.
+const OLD_PARTITION_KEY: &str = "lineage=";
+
 /// The partition directory of `lineage` in `table`, relative to the dataset.
 pub(crate) fn partition(table: &str, lineage: &str) -> PathBuf {
-    Path::new(table).join(format!("lineage={lineage}"))
+    Path::new(table).join(format!("{PARTITION_KEY}={PARTITION_PREFIX}{lineage}"))
+}
+
+/// A partition of the old layout (`lineage=<label>`, the lineage in the
+/// directory only) in `dir`, if any.
+fn old_layout_partition(dir: &Path) -> Option<PathBuf> {
+    TABLES.iter().find_map(|table| {
+        let entries = std::fs::read_dir(dir.join(table)).ok()?;
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with(OLD_PARTITION_KEY))
+            })
+    })
 }
 
 /// Every file of the state's dataset: three tables x one partition per
@@ -299,6 +335,13 @@ pub(crate) fn write_dataset(dir: &Path, files: &[DatasetFile], append: bool) -> 
         seen
     };
     if append {
+        if let Some(old) = old_layout_partition(dir) {
+            return Err(BadUsage(format!(
+                "{} is a partition of the layout before issue 31 (the lineage only in the directory name, which readers infer as a number or a date); export every ledger again into a new directory",
+                old.display()
+            ))
+            .into());
+        }
         if let Some(taken) = partitions.iter().find(|part| dir.join(part).exists()) {
             return Err(BadUsage(format!(
                 "{} is already in the dataset {}: a lineage is exported once (its rows would count twice)",
@@ -383,35 +426,43 @@ mod tests {
         assert_eq!(
             paths,
             [
-                "cases/lineage=short13-kimi-2026-11/part-abababababababab.parquet",
-                "lineage_groups/lineage=short13-kimi-2026-11/part-abababababababab.parquet",
-                "requests/lineage=short13-kimi-2026-11/part-abababababababab.parquet",
+                "cases/lineage_key=lineage-short13-kimi-2026-11/part-abababababababab.parquet",
+                "lineage_groups/lineage_key=lineage-short13-kimi-2026-11/part-abababababababab.parquet",
+                "requests/lineage_key=lineage-short13-kimi-2026-11/part-abababababababab.parquet",
             ]
         );
         let (requests, cases) = report::tables(&state);
         let groups = report::group_table(&state);
         let request_rows = rows_of(files[2].bytes.clone());
         assert_eq!(request_rows.len(), requests.len());
-        assert_eq!(request_rows[0].get_string(0).unwrap(), &requests[0].group);
+        // The lineage is a string column of every file, never only the
+        // directory a reader may type as a number or a date (issue 31).
         assert_eq!(
-            request_rows[0].get_string(2).unwrap(),
+            request_rows[0].get_string(0).unwrap(),
+            "short13-kimi-2026-11"
+        );
+        assert_eq!(request_rows[0].get_string(1).unwrap(), &requests[0].group);
+        assert_eq!(
+            request_rows[0].get_string(3).unwrap(),
             &requests[0].request_id
         );
         assert_eq!(
-            request_rows[0].get_long(16).unwrap(),
+            request_rows[0].get_long(17).unwrap(),
             requests[0].charge_micro_usd.unwrap() as i64
         );
-        assert_eq!(request_rows[0].get_int(18).unwrap(), 200);
+        assert_eq!(request_rows[0].get_int(19).unwrap(), 200);
         let case_rows = rows_of(files[0].bytes.clone());
         assert_eq!(case_rows.len(), cases.len());
-        assert_eq!(case_rows[0].get_string(2).unwrap(), &cases[0].task);
-        assert_eq!(case_rows[0].get_bool(7).unwrap(), cases[0].passed);
+        assert_eq!(case_rows[0].get_string(0).unwrap(), &cases[0].lineage);
+        assert_eq!(case_rows[0].get_string(3).unwrap(), &cases[0].task);
+        assert_eq!(case_rows[0].get_bool(8).unwrap(), cases[0].passed);
         let group_rows = rows_of(files[1].bytes.clone());
         assert_eq!(group_rows.len(), 4);
+        assert_eq!(group_rows[1].get_string(0).unwrap(), &groups[1].lineage);
         assert_eq!(groups[1].group, "control");
-        assert_eq!(group_rows[1].get_string(2).unwrap(), "control");
-        assert!(group_rows[1].get_bool(4).unwrap());
-        assert_eq!(group_rows[1].get_long(6).unwrap(), 13);
+        assert_eq!(group_rows[1].get_string(3).unwrap(), "control");
+        assert!(group_rows[1].get_bool(5).unwrap());
+        assert_eq!(group_rows[1].get_long(7).unwrap(), 13);
     }
 
     /// A count past int64's range is refused with the column named, never
@@ -443,20 +494,50 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("lineage=l1 is already in the dataset"),
+                .contains("lineage_key=lineage-l1 is already in the dataset"),
             "{error}"
         );
-        assert!(!dir.join("requests/lineage=l1/part-b.parquet").exists());
+        assert!(!dir
+            .join("requests/lineage_key=lineage-l1/part-b.parquet")
+            .exists());
         let other = DatasetFile {
             path: partition("requests", "l2").join("part-c.parquet"),
             bytes: b"y".to_vec(),
         };
         write_dataset(&dir, &[other], true).unwrap();
-        assert!(dir.join("requests/lineage=l2/part-c.parquet").exists());
+        assert!(dir
+            .join("requests/lineage_key=lineage-l2/part-c.parquet")
+            .exists());
         let names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["requests"], "no staging directory left behind");
+    }
+
+    /// A partition value starts with a letter whatever the lineage, and
+    /// `--append` onto a dataset of the old layout (`lineage=<label>`) is
+    /// refused, nothing written.
+    #[test]
+    fn partitions_are_strings_to_every_reader_and_the_old_layout_is_not_mixed() {
+        for lineage in ["001", "1", "2026-07-10"] {
+            assert_eq!(
+                partition("cases", lineage),
+                Path::new("cases").join(format!("lineage_key=lineage-{lineage}"))
+            );
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("dataset");
+        std::fs::create_dir_all(dir.join("cases/lineage=001")).unwrap();
+        let file = DatasetFile {
+            path: partition("cases", "1").join("part-a.parquet"),
+            bytes: b"x".to_vec(),
+        };
+        let error = write_dataset(&dir, &[file], true).unwrap_err();
+        assert!(
+            error.to_string().contains("layout before issue 31"),
+            "{error}"
+        );
+        assert!(!dir.join("cases/lineage_key=lineage-1").exists());
     }
 }

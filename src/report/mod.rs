@@ -18,7 +18,9 @@
 //! - `bootstrap`: [`SplitMix64`] and the percentile bootstrap.
 //! - `sections/`: one function per REPORT-6 section over a shared context
 //!   (the lineage, its groups with their verdicts, the cost basis).
-//! - `markdown`, `svg`: the renderings, one function per section.
+//! - `markdown`, `svg`: the renderings, one function per section;
+//!   `labels`, where the chart's labels go (none overlaps another or a
+//!   marker).
 //! - `registry`: the REPORT-7 entry and its YAML.
 //! - `tables`: the request and case tables and their CSV.
 //! - `names`, `lookup`: the names of enums defined outside the report, and
@@ -47,6 +49,7 @@
 mod bootstrap;
 mod cents;
 mod join_ids;
+mod labels;
 mod lookup;
 mod markdown;
 mod model;

@@ -1,9 +1,13 @@
 //! The chart: official score (y) vs cost on the basis (x) for control and
 //! every round, written by hand from the report's chart points (no
-//! plotting crate).
+//! plotting crate). Labels are placed by `labels` so none overlaps another
+//! or a marker; each line of a label, marker or leader is one element with
+//! its class (`label`, `marker`, `leader`), which the chart test renders
+//! alone.
 
 use std::fmt::{self, Write};
 
+use super::labels::{label_width, place_labels, Field, Placed, Rect, LABEL_FONT_PX, LABEL_GAP_PX};
 use super::model::{ChartMarker, ChartPoint, Report};
 use super::numbers::{cents, usd, Ratio, MICRO};
 use super::sections::CONTROL;
@@ -77,15 +81,18 @@ pub fn render_svg(report: &Report) -> String {
 }
 
 fn write_chart(out: &mut String, report: &Report) -> fmt::Result {
-    let max = report
-        .chart
+    let (axis, plotted) = plot(&report.chart);
+    let placed = place_chart_labels(&plotted);
+    let overflow: Vec<&Placed> = placed.iter().filter(|label| label.overflow).collect();
+    let height = overflow
         .iter()
-        .filter_map(|point| point.cost.as_ref().map(|cost| cost.micro_usd))
-        .max()
-        .unwrap_or(0);
-    // 10% headroom right of the most expensive group.
-    let axis = CostAxis::covering(max.saturating_add(max / 10));
-    titles(out, report)?;
+        .map(|label| label.rect.y1 + LABEL_GAP_PX * 2)
+        .fold(HEIGHT, i128::max);
+    let width = overflow
+        .iter()
+        .map(|label| label.rect.x1 + LABEL_GAP_PX * 4)
+        .fold(WIDTH, i128::max);
+    titles(out, report, width, height)?;
     axes(out, &axis, &report.claim.score_name)?;
     if report.chart.iter().any(|point| point.cost.is_none()) {
         writeln!(
@@ -94,21 +101,103 @@ fn write_chart(out: &mut String, report: &Report) -> fmt::Result {
             BOTTOM + 20
         )?;
     }
-    for (index, point) in report.chart.iter().enumerate() {
-        chart_point(out, &axis, index, point)?;
+    for (point, label) in plotted.iter().zip(&placed) {
+        if let Some(((x1, y1), (x2, y2))) = label.leader {
+            writeln!(
+                out,
+                r#"<line class="leader" x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{}" stroke-width="1"/>"#,
+                point.color
+            )?;
+        }
+    }
+    for point in &plotted {
+        marker(out, point)?;
+    }
+    for (point, label) in plotted.iter().zip(&placed) {
+        let (x, y) = label.text_at();
+        writeln!(
+            out,
+            r#"<text class="label" x="{x}" y="{y}" font-family="monospace" font-size="{LABEL_FONT_PX}" fill="{}">{}</text>"#,
+            point.color,
+            xml(&point.label)
+        )?;
     }
     legend(out)?;
     writeln!(out, "</svg>")
 }
 
-fn titles(out: &mut String, report: &Report) -> fmt::Result {
+/// The cost axis and every point with a score, in chart order.
+fn plot(chart: &[ChartPoint]) -> (CostAxis, Vec<Plotted<'_>>) {
+    let max = chart
+        .iter()
+        .filter_map(|point| point.cost.as_ref().map(|cost| cost.micro_usd))
+        .max()
+        .unwrap_or(0);
+    // 10% headroom right of the most expensive group.
+    let axis = CostAxis::covering(max.saturating_add(max / 10));
+    let plotted = chart
+        .iter()
+        .filter_map(|point| plotted(&axis, point))
+        .collect();
+    (axis, plotted)
+}
+
+/// The chart's layout, for tests: each drawn point's centre, label text
+/// and label place.
+#[cfg(test)]
+pub(super) fn chart_layout(chart: &[ChartPoint]) -> Vec<((i128, i128), String, Placed)> {
+    let (_, plotted) = plot(chart);
+    let placed = place_chart_labels(&plotted);
+    plotted
+        .into_iter()
+        .zip(placed)
+        .map(|(point, label)| (point.at, point.label, label))
+        .collect()
+}
+
+/// The labels' places: next to their points in the plot (and the "no
+/// cost" lane), clear of the score axis's tick labels, else in rows below
+/// the legend.
+fn place_chart_labels(plotted: &[Plotted<'_>]) -> Vec<Placed> {
+    let ticks: Vec<Rect> = (0..=5i128)
+        .map(|step| {
+            let y = BOTTOM - step * (BOTTOM - TOP) / 5;
+            // "100%" at 12 px in a proportional face: at most 36 wide.
+            Rect {
+                x0: LEFT - 6 - 36,
+                y0: y + 4 - 12,
+                x1: LEFT - 6,
+                y1: y + 4 + 4,
+            }
+        })
+        .collect();
+    let field = Field {
+        area: Rect {
+            x0: 30,
+            y0: 48,
+            x1: WIDTH - 4,
+            y1: BOTTOM - 2,
+        },
+        fixed: &ticks,
+        overflow_top: HEIGHT + 4,
+        overflow_left: LEFT,
+    };
+    let points: Vec<(i128, i128)> = plotted.iter().map(|point| point.at).collect();
+    let widths: Vec<i128> = plotted
+        .iter()
+        .map(|point| label_width(point.label.chars().count()))
+        .collect();
+    place_labels(&points, &widths, &field)
+}
+
+fn titles(out: &mut String, report: &Report, width: i128, height: i128) -> fmt::Result {
     writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
     )?;
     writeln!(
         out,
-        r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
+        r#"<rect width="{width}" height="{height}" fill="white"/>"#
     )?;
     writeln!(
         out,
@@ -197,38 +286,22 @@ fn color_of(point: &ChartPoint) -> &'static str {
     }
 }
 
-/// One point (skipped without a score) and its label.
-fn chart_point(out: &mut String, axis: &CostAxis, index: usize, point: &ChartPoint) -> fmt::Result {
-    let Some(score) = &point.score_pct else {
-        return Ok(());
-    };
+/// A point with a score, where it is drawn and its label's text (inert,
+/// not yet escaped).
+struct Plotted<'a> {
+    point: &'a ChartPoint,
+    at: (i128, i128),
+    color: &'static str,
+    label: String,
+}
+
+/// One point, or `None` without a score (not drawn).
+fn plotted<'a>(axis: &CostAxis, point: &'a ChartPoint) -> Option<Plotted<'a>> {
+    let score = point.score_pct.as_ref()?;
     let x = point
         .cost
         .as_ref()
         .map_or(NO_COST_LANE, |cost| axis.x_of(cost.micro_usd));
-    let y = y_of(score);
-    let color = color_of(point);
-    match point.marker {
-        ChartMarker::Rejected => writeln!(
-            out,
-            r#"<path d="M{} {} L{} {} M{} {} L{} {}" stroke="{color}" stroke-width="3"/>"#,
-            x - 6,
-            y - 6,
-            x + 6,
-            y + 6,
-            x - 6,
-            y + 6,
-            x + 6,
-            y - 6
-        )?,
-        ChartMarker::Unsealed => writeln!(
-            out,
-            r#"<circle cx="{x}" cy="{y}" r="6" fill="white" stroke="{color}" stroke-width="2"/>"#
-        )?,
-        ChartMarker::Accepted => {
-            writeln!(out, r#"<circle cx="{x}" cy="{y}" r="6" fill="{color}"/>"#)?
-        }
-    }
     let label = format!(
         "{} {}% {}{}",
         point.group,
@@ -243,19 +316,39 @@ fn chart_point(out: &mut String, axis: &CostAxis, index: usize, point: &ChartPoi
             ChartMarker::Accepted => "",
         }
     );
-    // Stagger labels so coinciding points stay readable; labels of
-    // points right of the middle extend to the left.
-    let label_y = y - 10 - (index as i128 % 3) * 14;
-    let (label_x, anchor) = if x > (LEFT + RIGHT) / 2 {
-        (x - 9, "end")
-    } else {
-        (x + 9, "start")
-    };
-    writeln!(
-        out,
-        r#"<text x="{label_x}" y="{label_y}" text-anchor="{anchor}" fill="{color}">{}</text>"#,
-        xml(&label)
-    )
+    Some(Plotted {
+        point,
+        at: (x, y_of(score)),
+        color: color_of(point),
+        label: crate::schema::strings::inert(&label).into_owned(),
+    })
+}
+
+/// A point's marker.
+fn marker(out: &mut String, plotted: &Plotted<'_>) -> fmt::Result {
+    let ((x, y), color) = (plotted.at, plotted.color);
+    match plotted.point.marker {
+        ChartMarker::Rejected => writeln!(
+            out,
+            r#"<path class="marker" d="M{} {} L{} {} M{} {} L{} {}" stroke="{color}" stroke-width="3"/>"#,
+            x - 6,
+            y - 6,
+            x + 6,
+            y + 6,
+            x - 6,
+            y + 6,
+            x + 6,
+            y - 6
+        ),
+        ChartMarker::Unsealed => writeln!(
+            out,
+            r#"<circle class="marker" cx="{x}" cy="{y}" r="6" fill="white" stroke="{color}" stroke-width="2"/>"#
+        ),
+        ChartMarker::Accepted => writeln!(
+            out,
+            r#"<circle class="marker" cx="{x}" cy="{y}" r="6" fill="{color}"/>"#
+        ),
+    }
 }
 
 fn legend(out: &mut String) -> fmt::Result {

@@ -882,3 +882,6 @@ fn section_3_names_the_central_host_and_where_it_was_observed() {
         "{md}"
     );
 }
+
+#[path = "chart_tests.rs"]
+mod chart;

@@ -5,7 +5,8 @@ with the report's JSON form to the micro-dollar.
     python check_report.py DATASET_DIR REPORT_JSON [REPORT_JSON ...]
 
 DATASET_DIR is what `benchledger export --parquet DIR [--append]` wrote
-(DIR/<table>/lineage=<label>/*.parquet); each REPORT_JSON is `benchledger
+(DIR/<table>/lineage_key=lineage-<label>/*.parquet, the lineage a string
+column of every file); each REPORT_JSON is `benchledger
 report show LINEAGE --format json` of a lineage in it. Checked: every
 group's passed / N and score, its cost on the report's basis, cost per
 success, the cost and strong-call deltas of every comparable round, and
@@ -38,15 +39,15 @@ def ratio_text(num, den, places):
     return f"{sign}{quotient // scale}.{quotient % scale:0{places}d}"
 
 
-def connect(dataset):
-    """An in-memory DuckDB with one view per table over the partitions."""
+def connect(dataset, options=""):
+    """An in-memory DuckDB with one view per table over the partitions.
+    The `lineage` column is read from the files (a Parquet string), so
+    DuckDB's defaults are right; `options` adds read_parquet options (the
+    Spark check also reads with `hive_partitioning = true`)."""
     con = duckdb.connect()
     for table in TABLES:
         pattern = str(pathlib.Path(dataset) / table / "*" / "*.parquet").replace("'", "''")
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}', "
-            "hive_partitioning = true, hive_types = {'lineage': VARCHAR})"
-        )
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{pattern}'{options})")
     return con
 
 
