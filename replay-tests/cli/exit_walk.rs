@@ -517,6 +517,8 @@ const WALK: &[(&str, &[Step])] = &[
         ],
     ),
     ("quota check", &[(Environment, &["quota", "check"])]),
+    ("central up", &[(Environment, &["central", "up"])]),
+    ("central down", &[(Environment, &["central", "down"])]),
     (
         "cleanup audit",
         &[(Environment, &["cleanup", "audit", "r2"])],

@@ -546,6 +546,7 @@ fn is_appending_family(verb: &str) -> bool {
         "ingest ",
         "identity ",
         "quota ",
+        "central ",
         "cleanup ",
         "check ",
     ]

@@ -402,7 +402,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             9,
-            "792095fb540c41782a5db89ec3d17a95bb831934a31dca5ba7c620d94d570a0d".to_string()
+            "69b0f34676bffa74650923389483a3ba73384c4b2f74ec82817be50eea224926".to_string()
         ),
         "state layout changed"
     );
