@@ -749,7 +749,7 @@ pub fn generate(dir: &Path, scale: &Scale) -> (u64, OpenWork) {
             "manifest.private.toml",
         )
         .unwrap_or_else(|e| panic!("generated manifest {label} does not freeze: {e}"));
-        w.push(Event::ManifestFrozenV2(Box::new(frozen.clone())), None);
+        w.push(frozen.clone().into_event(), None);
         w.commit();
         for (role, name) in [
             (SignOffRole::Operator, "alice"),
