@@ -504,3 +504,42 @@ impl<'a> RecordWalk<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Empty;
+
+    impl TileSource for Empty {
+        fn prefix(&self) -> String {
+            "empty".into()
+        }
+        fn fetch(&mut self, path: &str, _max: u64) -> Result<Vec<u8>> {
+            Err(Error::NotHeld(format!("{path} is missing")))
+        }
+    }
+
+    /// `TILES_LEAVES_MAX`: a checkpoint at the bound is read (here: its
+    /// first tile is missing), one past it is refused before any read.
+    #[test]
+    fn the_tree_size_bound_holds_at_and_past_it() {
+        // rule TRUST-8
+        let at = Checkpoint::new("o", TILES_LEAVES_MAX, [0; 32]).unwrap();
+        let e = read_tiles(&mut Empty, &at, &mut |_| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::NotHeld(_)), "TRUST-8: {e}");
+        let past = Checkpoint::new("o", TILES_LEAVES_MAX + 1, [0; 32]).unwrap();
+        let e = read_tiles(&mut Empty, &past, &mut |_| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::Input(_)), "TRUST-8: {e}");
+        assert!(e.to_string().contains("more than"), "{e}");
+    }
+
+    #[test]
+    fn the_record_bundle_bound_holds_256_records_of_the_largest_size() {
+        use crate::limits::RECORD_BYTES_MAX;
+        assert_eq!(
+            TILES_RECORD_BUNDLE_BYTES_MAX,
+            TILE_WIDTH * (4 + RECORD_BYTES_MAX as u64)
+        );
+    }
+}
