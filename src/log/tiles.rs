@@ -1,4 +1,4 @@
-//! The ledger as C2SP `tlog-tiles` (TRUST-8; SPEC section 11.7): written
+//! The ledger as C2SP `tlog-tiles` (TRUST-8; SPEC section 11.11): written
 //! by `export --tiles DIR`, read back by `verify --tiles DIR|URL`.
 //!
 //! Layout under the prefix:
