@@ -152,3 +152,14 @@ pub const CENTRAL_TEARDOWN_WAIT_MS: u64 = 600_000;
 /// note, a few hundred bytes to some KiB with cosignatures), room for
 /// thousands of origins.
 pub const AUDITOR_STATE_BYTES_MAX: u64 = 1024 * 1024;
+
+/// Most records a tiles export holds and `verify --tiles` reads (TRUST-8):
+/// the reader keeps the root of every full level-0 tile while it walks,
+/// 32 bytes per 256 records (128 MiB at this bound).
+pub const TILES_LEAVES_MAX: u64 = 1 << 30;
+/// Largest record bundle (`records/<N>`) of a tiles export, in bytes: 256
+/// records of at most `RECORD_BYTES_MAX`, each with its 4-byte length.
+pub const TILES_RECORD_BUNDLE_BYTES_MAX: u64 = 256 * (4 + RECORD_BYTES_MAX as u64);
+/// Longest wait for one file of a tiles log served over HTTP (`verify
+/// --tiles URL`), from the name lookup to the last byte, in milliseconds.
+pub const TILES_FETCH_MS_MAX: u64 = 60_000;

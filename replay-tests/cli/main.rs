@@ -45,6 +45,8 @@ mod reliability;
 mod report;
 #[path = "run.rs"]
 mod run;
+#[path = "tiles.rs"]
+mod tiles;
 #[path = "transparency.rs"]
 mod transparency;
 

@@ -1,5 +1,5 @@
-//! `export --jsonl | --redacted DIR | --parquet DIR`: the canonical export
-//! and the publication bundle.
+//! `export --jsonl | --redacted DIR | --parquet DIR | --tiles DIR`: the
+//! canonical export and the publication bundles (`--tiles`: `cli::tiles`).
 
 use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ use std::io::BufWriter;
 
 /// Arguments of `export`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "redacted", "parquet"])))]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "redacted", "parquet", "tiles"])))]
 pub struct ExportArgs {
     /// Export as JSON lines.
     #[arg(long)]
@@ -49,6 +49,22 @@ pub struct ExportArgs {
     /// many ledgers.
     #[arg(long, requires = "parquet")]
     pub append: bool,
+    /// The log as C2SP tlog-tiles in DIR (new, empty, or an earlier tiles
+    /// export of this ledger): `checkpoint` (the latest signed one, written
+    /// last), hash tiles `tile/<L>/<N>[.p/<W>]`, entry bundles
+    /// `tile/entries/<N>[.p/<W>]` (each record's leaf data) and the records
+    /// beside them, `records/<N>[.p/<W>]`: static files any web server or
+    /// object store can serve (TRUST-8). Read back with `verify --tiles`.
+    #[arg(long, value_name = "DIR")]
+    pub tiles: Option<PathBuf>,
+    /// With --tiles: sign a checkpoint of every record with this key and
+    /// append it first (as `checkpoint sign`); without it the tiles cover
+    /// the latest signed checkpoint, and a ledger without one is refused.
+    #[arg(long, value_name = "FILE", requires = "tiles")]
+    pub key: Option<PathBuf>,
+    /// With --tiles: print one JSON document on stdout.
+    #[arg(long, requires = "tiles")]
+    pub json: bool,
 }
 
 /// One file of a bundle: its path relative to the bundle and its bytes.
@@ -411,6 +427,9 @@ pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::R
     }
     if let Some(d) = &a.parquet {
         return run_export_parquet(cli, d, a.append, wait);
+    }
+    if let Some(d) = &a.tiles {
+        return crate::cli::tiles::run_export_tiles(cli, d, a.key.as_deref(), a.json, wait);
     }
     let ledger = crate::cli::common::open_reading(dir, wait)?;
     // the records and the trailer

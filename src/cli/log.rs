@@ -36,6 +36,7 @@ pub struct LogArgs {
 
 /// Arguments of `verify`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("trusting").multiple(true).args(["against", "tiles"])))]
 pub struct VerifyArgs {
     /// Print one JSON document on stdout.
     #[arg(long)]
@@ -43,10 +44,18 @@ pub struct VerifyArgs {
     /// A signed checkpoint note this ledger must extend (repeatable).
     #[arg(long, value_name = "NOTE")]
     pub against: Vec<PathBuf>,
-    /// A log key trusted to sign the --against notes (the text, or @FILE;
-    /// repeatable); default the frozen operator keys.
-    #[arg(long, value_name = "VKEY", requires = "against")]
+    /// A log key trusted to sign the --against notes or the --tiles
+    /// checkpoint (the text, or @FILE; repeatable); default the frozen
+    /// operator keys.
+    #[arg(long, value_name = "VKEY", requires = "trusting")]
     pub vkey: Vec<String>,
+    /// Verify a C2SP tlog-tiles log (`export --tiles`) in a directory or at
+    /// an http:// prefix instead of the ledger: its checkpoint's signature,
+    /// every hash tile and entry bundle against the checkpoint's root, and
+    /// every record (decoded, chain-linked) against its entry (TRUST-8).
+    /// Exit 1 naming the first file that does not hold.
+    #[arg(long, value_name = "DIR|URL", conflicts_with = "against")]
+    pub tiles: Option<String>,
     /// With --against: the auditor's state file (TRUST-7), the largest
     /// checkpoint accepted per origin. Default
     /// `$XDG_CONFIG_HOME/benchledger/auditor-state.json` (else
@@ -229,6 +238,9 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// the Merkle tree (every checkpoint record, the node cache, and each
 /// `--against` note).
 pub(crate) fn run_verify(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    if let Some(tiles) = &a.tiles {
+        return crate::cli::tiles::run_verify_tiles(tiles, &a.vkey, a.json);
+    }
     match verify_ledger(cli, a, wait) {
         // Damage the store itself reports (it cannot be opened or read) is
         // still a verify result: with --json, one JSON document says so.

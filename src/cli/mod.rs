@@ -34,6 +34,7 @@ mod report;
 mod resume;
 mod run;
 mod run_state;
+mod tiles;
 mod tlog;
 mod trust;
 

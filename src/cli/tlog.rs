@@ -150,6 +150,20 @@ pub struct InclusionArgs {
     /// Write the proof to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// `json` (SPEC 11.6) or `tlog-proof` (C2SP tlog-proof: the leaf data
+    /// on its `extra` line, the proof hashes, then the signed checkpoint;
+    /// TRUST-8).
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: ProofFormat,
+}
+
+/// The text form of an inclusion proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProofFormat {
+    /// benchledger's proof JSON (SPEC 11.6).
+    Json,
+    /// C2SP tlog-proof (`c2sp.org/tlog-proof@v1`).
+    TlogProof,
 }
 
 /// Arguments of `prove consistency`.
@@ -330,12 +344,19 @@ fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let key = read_signer_key(&a.key)?;
+/// Signs a checkpoint of every record with the key in `key_path` and
+/// appends it as a checkpoint record (TRUST-1, TRUST-5): its seq, the
+/// checkpoint and the signed note.
+pub(crate) fn sign_head(
+    cli: &Cli,
+    key_path: &Path,
+    wait: Duration,
+) -> anyhow::Result<(u64, Checkpoint, String)> {
+    let key = read_signer_key(key_path)?;
     if key.kind() != KeyKind::Ed25519 {
         return Err(BadUsage(format!(
             "{} is {} key; a checkpoint is signed with a note key",
-            a.key.display(),
+            key_path.display(),
             crate::schema::strings::with_article(key.kind().label())
         ))
         .into());
@@ -368,9 +389,14 @@ fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result
     if let Err(e) = derived.install(ledger.dir()) {
         eprintln!("benchledger: warning: the node cache was not written ({e})");
     }
+    Ok((done[0].seq, checkpoint, note))
+}
+
+fn run_sign(cli: &Cli, a: &CheckpointSignArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let (seq, checkpoint, note) = sign_head(cli, &a.key, wait)?;
     if a.json {
         print_json(&json!({
-            "seq": done[0].seq,
+            "seq": seq,
             "origin": checkpoint.origin(),
             "tree_size": checkpoint.size(),
             "root": hex::encode(checkpoint.root()),
@@ -575,7 +601,11 @@ pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow
             })?;
             let proof = InclusionProof::new(&note, a.seq, link, hashes)
                 .map_err(|e| Error::input(e.to_string()))?;
-            emit(a.out.as_ref(), &proof.to_json())?;
+            let text = match a.format {
+                ProofFormat::Json => proof.to_json(),
+                ProofFormat::TlogProof => crate::log::tlog::tlog_proof::to_tlog_proof(&proof),
+            };
+            emit(a.out.as_ref(), &text)?;
         }
         ProveCommand::Consistency(a) => {
             let (old_note, old) = note_checkpoint(&a.old_note)?;

@@ -226,6 +226,26 @@ pub fn exchange(
     body: &[u8],
     timeout: Duration,
 ) -> Result<HttpResponse, HttpFailure> {
+    exchange_limited(
+        method,
+        url,
+        headers,
+        body,
+        timeout,
+        HTTP_RESPONSE_BYTES_MAX as u64,
+    )
+}
+
+/// `exchange` with the caller's bound on the response body, in bytes
+/// (a tiles log's record bundle is larger than `HTTP_RESPONSE_BYTES_MAX`).
+pub fn exchange_limited(
+    method: Method,
+    url: &HttpUrl,
+    headers: &[(String, String)],
+    body: &[u8],
+    timeout: Duration,
+    limit: u64,
+) -> Result<HttpResponse, HttpFailure> {
     let start = Instant::now();
     let fail = |error: String| HttpFailure {
         error,
@@ -253,15 +273,15 @@ pub fn exchange(
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        .filter(|n| *n > HTTP_RESPONSE_BYTES_MAX as u64)
+        .filter(|n| *n > limit)
     {
         return Err(fail(format!(
-            "response body of {length} bytes is over the limit of {HTTP_RESPONSE_BYTES_MAX}"
+            "response body of {length} bytes is over the limit of {limit}"
         )));
     }
     let body = response_body
         .with_config()
-        .limit(HTTP_RESPONSE_BYTES_MAX as u64)
+        .limit(limit)
         .read_to_vec()
         .map_err(|e| fail(describe(&e, url, timeout)))?;
     Ok(HttpResponse {

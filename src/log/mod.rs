@@ -16,5 +16,6 @@ pub(crate) mod scan;
 pub mod segment;
 pub mod staging;
 pub mod store;
+pub mod tiles;
 pub mod tlog;
 pub mod tree;

@@ -8,7 +8,9 @@
 # proof for a receipt, a consistency proof between the seals and the ledger's
 # export (the CLI test transparency::a_receipt_and_two_seals_verify_without_the_ledger
 # writes them), and a seal's inclusion proof cut from the report's JSON form
-# (transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal). Ends with "N passed, N failed"; exits non-zero on any failure.
+# (transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal),
+# and a tiles export read back from its tiles and entry bundles, failing on a
+# flipped byte in a tile or a bundle (tiles::a_tiles_export_reads_back_and_a_flipped_byte_fails_naming_the_file). Ends with "N passed, N failed"; exits non-zero on any failure.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -95,7 +97,8 @@ if [[ "${TLOG_VERIFY_LIVE:-1}" == 1 ]] && command -v cargo >/dev/null; then
   rc=0
   (cd "$ROOT" && BENCHLEDGER_TLOG_LIVE_DIR="$L" cargo test --quiet --no-default-features --test cli -- \
     transparency::a_receipt_and_two_seals_verify_without_the_ledger \
-    transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal) >"$TMP/live.log" 2>&1 || rc=$?
+    transparency::the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal \
+    tiles::a_tiles_export_reads_back_and_a_flipped_byte_fails_naming_the_file) >"$TMP/live.log" 2>&1 || rc=$?
   if [[ $rc -eq 0 && -f "$L/ledger.jsonl" ]]; then pass "the CLI wrote the live artifacts"; else
     fail "the CLI wrote the live artifacts (exit $rc)"; tail -n 20 "$TMP/live.log" | sed 's/^/    /'; fi
   A="@$L/alice.vkey"
@@ -120,6 +123,16 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:
     f.writelines(json.dumps(l) + "\n" for l in lines)
 PYEOF
   expect "live: a rewritten export does not have the signed root" 1 "$PY" "$VERIFY" ledger "$TMP/rewritten.jsonl" "$L/seal1.note" --vkey "$A"
+  # TRUST-8: the ledger as C2SP tlog-tiles (`export --tiles`, 600 records):
+  # the tiles and entry bundles give the signed root; one flipped byte in a
+  # hash tile, or in an entry bundle, fails.
+  T="$L/tiles"
+  expect "live: a tiles export gives the signed root" 0 "$PY" "$VERIFY" tiles "$T" --vkey "@$L/tiles-op.vkey"
+  flip() { "$PY" -c 'import sys; p, at = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[at] ^= 1; open(p, "wb").write(b)' "$@"; }
+  for f in tile/0/001 tile/1/000.p/2 tile/entries/000 tile/entries/002.p/88; do
+    rm -rf "$TMP/t" && cp -r "$T" "$TMP/t" && flip "$TMP/t/$f" 40
+    expect "live: a flipped byte in $f fails" 1 "$PY" "$VERIFY" tiles "$TMP/t" --vkey "@$L/tiles-op.vkey"
+  done
 fi
 
 echo "tlog-verify: $passed passed, $failed failed"

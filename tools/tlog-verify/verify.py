@@ -3,7 +3,7 @@
 
 Written from the C2SP texts (signed-note, tlog-checkpoint, tlog-cosignature)
 and RFC 6962 / RFC 9162 section 2.1, sharing no code with the Rust module
-(src/log/tlog). Ed25519 comes from the `cryptography` package, SHA-256 from
+(src/log/tlog); `tiles` from C2SP tlog-tiles. Ed25519 comes from the `cryptography` package, SHA-256 from
 hashlib.
 
     verify.py note NOTE --vkey VKEY [--vkey VKEY ...]
@@ -11,6 +11,7 @@ hashlib.
     verify.py inclusion PROOF.json --vkey LOG_VKEY [--witness VKEY ...]
     verify.py consistency PROOF.json OLD_NOTE NEW_NOTE --vkey LOG_VKEY [--witness VKEY ...]
     verify.py ledger EXPORT.jsonl NOTE --vkey LOG_VKEY [--witness VKEY ...]
+    verify.py tiles DIR --vkey LOG_VKEY [--witness VKEY ...]
     verify.py vectors vectors.json
     verify.py chain-vectors ledger-schema/vectors/tlog.json
 
@@ -789,6 +790,99 @@ def verify_ledger(export: str, note: str, log_key: Key, witnesses: list[Key]) ->
     return cp
 
 
+# --- a C2SP tlog-tiles directory (TRUST-8) ---------------------------------------
+
+TILE_WIDTH = 256  # hashes in a full tile (C2SP tlog-tiles)
+TILES_LEAVES_MAX = 1 << 30  # leaves this tool reads from a tiles directory
+TILE_FILE_BYTES_MAX = 256 * 42  # an entry bundle of 256 benchledger entries
+
+
+def tile_index_path(n: int, width: int) -> str:
+    """C2SP: N in zero-padded 3-digit path elements, all but the last
+    beginning with x; `.p/W` for a partial tile."""
+    groups = [f"{n % 1000:03d}"]
+    n //= 1000
+    while n > 0:
+        groups.append(f"x{n % 1000:03d}")
+        n //= 1000
+    path = "/".join(reversed(groups))
+    return path if width == TILE_WIDTH else f"{path}.p/{width}"
+
+
+def read_tile_file(root: str, rel: str) -> bytes:
+    import os
+
+    path = os.path.join(root, rel)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(TILE_FILE_BYTES_MAX + 1)
+    except FileNotFoundError:
+        fail(f"{rel} is missing")
+    if len(raw) > TILE_FILE_BYTES_MAX:
+        fail(f"{rel} is longer than {TILE_FILE_BYTES_MAX} bytes")
+    return raw
+
+
+def bundle_entries(raw: bytes, width: int, rel: str) -> list[bytes]:
+    """An entry bundle: big-endian uint16 length-prefixed entries."""
+    out, pos = [], 0
+    while pos < len(raw):
+        if pos + 2 > len(raw):
+            fail(f"{rel}: a cut length prefix")
+        n = int.from_bytes(raw[pos : pos + 2], "big")
+        if pos + 2 + n > len(raw):
+            fail(f"{rel}: entry {len(out)} is cut")
+        out.append(raw[pos + 2 : pos + 2 + n])
+        pos += 2 + n
+    if len(out) != width:
+        fail(f"{rel}: {len(out)} entries, the bundle has width {width}")
+    return out
+
+
+def verify_tiles(root: str, log_key: Key, witnesses: list[Key]) -> Checkpoint:
+    """Every leaf from the entry bundles (benchledger's entry i is
+    u64_be(i) || a 32-byte link hash), every tile recomputed from them by the
+    C2SP definition and compared with its file, and the root of all leaves
+    against the signed checkpoint."""
+    import os
+
+    with open(os.path.join(root, "checkpoint"), "rb") as f:
+        note = f.read(NOTE_BYTES_MAX + 1).decode("utf-8")
+    cp, _ = verify_checkpoint_note(note, log_key, witnesses)
+    if cp.size > TILES_LEAVES_MAX:
+        fail(f"the checkpoint covers {cp.size} leaves, more than {TILES_LEAVES_MAX}")
+    leaves: list[bytes] = []
+    for start in range(0, cp.size, TILE_WIDTH):
+        width = min(TILE_WIDTH, cp.size - start)
+        rel = "tile/entries/" + tile_index_path(start // TILE_WIDTH, width)
+        for i, entry in enumerate(bundle_entries(read_tile_file(root, rel), width, rel)):
+            if len(entry) != 40 or int.from_bytes(entry[:8], "big") != start + i:
+                fail(f"{rel}: entry {i} is not the leaf data of seq {start + i}")
+            leaves.append(leaf_hash(entry))
+    if mth(leaves) != cp.root:
+        fail("the root of the entry bundles' leaves differs from the checkpoint's"
+             + first_tile_mismatch(root, leaves, 0))
+    level, hashes = 0, leaves
+    while hashes:
+        mismatch = first_tile_mismatch(root, hashes, level)
+        if mismatch:
+            fail(mismatch.removeprefix(": "))
+        hashes = [mth(hashes[i : i + TILE_WIDTH]) for i in range(0, len(hashes) - TILE_WIDTH + 1, TILE_WIDTH)]
+        level += 1
+    return cp
+
+
+def first_tile_mismatch(root: str, hashes: list[bytes], level: int) -> str:
+    """The first tile at `level` whose file differs from `hashes` (the
+    tile's definition), as a message suffix; "" when every one matches."""
+    for start in range(0, len(hashes), TILE_WIDTH):
+        chunk = hashes[start : start + TILE_WIDTH]
+        rel = f"tile/{level}/" + tile_index_path(start // TILE_WIDTH, len(chunk))
+        if read_tile_file(root, rel) != b"".join(chunk):
+            return f": {rel} differs from the tile its entries define"
+    return ""
+
+
 def cmd_chain_vectors(path: str) -> int:
     """ledger-schema/vectors/tlog.json against the chain file next to it."""
     import os
@@ -876,6 +970,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.cmd == "ledger":
         cp = verify_ledger(read_text_all(args.file), read_text(args.note), keys[0], witnesses)
         print(f"the export has the root of {cp.origin} at size {cp.size}")
+    elif args.cmd == "tiles":
+        cp = verify_tiles(args.file, keys[0], witnesses)
+        print(f"the tiles give the root of {cp.origin} at size {cp.size}")
     elif args.cmd == "inclusion":
         cp = verify_inclusion_json(read_text(args.file), keys[0], witnesses)
         print(f"inclusion verified in {cp.origin} at size {cp.size}")
@@ -889,7 +986,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("note", "checkpoint", "inclusion", "consistency", "ledger"):
+    for name in ("note", "checkpoint", "inclusion", "consistency", "ledger", "tiles"):
         p = sub.add_parser(name)
         p.add_argument("file")
         if name == "consistency":

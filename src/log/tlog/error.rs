@@ -22,6 +22,8 @@ pub enum TlogError {
     MissingNode { level: u8, index: u64 },
     #[error("node source failed: {0}")]
     NodeSource(String),
+    #[error("bad tile: {0}")]
+    Tile(String),
     #[error("proof has {count} hashes, more than the maximum of {PROOF_HASHES_MAX}")]
     ProofTooLong { count: usize },
     #[error("inclusion proof has the wrong number of hashes ({count})")]

@@ -8,6 +8,8 @@
 //! - [`note`]: C2SP signed notes and Ed25519 verifier/signer keys.
 //! - [`cosignature`]: C2SP tlog-cosignature v1 (Ed25519, type 0x04).
 //! - [`proofs`]: the inclusion and consistency proof JSON.
+//! - [`tiles`]: C2SP tlog-tiles paths, tiles, entry bundles, the edge root.
+//! - [`tlog_proof`]: the C2SP tlog-proof text form of an inclusion proof.
 //! - [`vectors`]: the deterministic test vectors of tools/tlog-verify.
 //!
 //! Depends on std, sha2, ed25519-dalek, getrandom, base64, thiserror,
@@ -21,6 +23,8 @@ pub mod merkle;
 pub mod note;
 pub mod proofs;
 mod text;
+pub mod tiles;
+pub mod tlog_proof;
 pub mod vectors;
 
 #[cfg(test)]

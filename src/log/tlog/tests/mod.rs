@@ -4,4 +4,5 @@ mod formats;
 mod merkle;
 mod notes;
 mod proofs;
+mod tiles;
 mod vectors;
