@@ -885,3 +885,40 @@ fn section_3_names_the_central_host_and_where_it_was_observed() {
 
 #[path = "chart_tests.rs"]
 mod chart;
+
+/// CLASS-4 (issue 31 item 3): one lineage's trials share each round's one
+/// policy database, so a replicated lineage is never a replicated
+/// experiment: its go/no-go is not GO and its claim refuses it, naming the
+/// rule and the database; a one-trial lineage is not judged by it.
+#[test]
+fn a_replicated_lineage_sharing_one_policy_database_is_refused_by_class_4() {
+    let state = short13();
+    let one_trial = build(&state, Some(L), head()).unwrap();
+    assert!(
+        !one_trial.go_no_go.reasons.iter().any(|r| r.contains("CLASS-4")),
+        "CLASS-4 judges replicated lineages only: {:?}",
+        one_trial.go_no_go.reasons
+    );
+    let mut state = short13();
+    let m = &mut state.lineages.get_mut(L).unwrap().frozen.manifest.public;
+    m.cases.trials = vec!["t1".into(), "t2".into(), "t3".into()];
+    m.run.class = RunClass::ReplicatedExperiment;
+    let db = m.groups.iter().find(|g| g.name == "r1").unwrap().db_path.clone();
+    let rep = build(&state, Some(L), head()).unwrap();
+    assert_ne!(rep.go_no_go.decision, model::Decision::Go, "CLASS-4");
+    let reason = rep
+        .go_no_go
+        .reasons
+        .iter()
+        .find(|r| r.contains("CLASS-4"))
+        .unwrap_or_else(|| panic!("CLASS-4 named: {:?}", rep.go_no_go.reasons));
+    assert!(reason.contains(&db) && reason.contains("3 trials"), "CLASS-4: {reason}");
+    assert!(
+        rep.claim
+            .refused_claims
+            .iter()
+            .any(|c| c.starts_with("a replicated experiment:") && c.contains("CLASS-4")),
+        "CLASS-4: the claim refuses it: {:?}",
+        rep.claim.refused_claims
+    );
+}

@@ -100,6 +100,7 @@ fn main() {
         || want("decide")
         || want("open")
         || want("tlog")
+        || want("tiles")
     {
         ensure_ledgers(&opts)
     } else {
@@ -140,6 +141,9 @@ fn main() {
             "tlog".into(),
             section_tlog(&opts, main_ledger(&opts, &ledgers)),
         );
+    }
+    if want("tiles") {
+        results.insert("tiles".into(), section_tiles(&opts, &ledgers));
     }
     if want("run") {
         results.insert("run".into(), section_run(&opts));
@@ -644,6 +648,71 @@ fn section_sled(opts: &Opts) -> Value {
 /// and rewrites the node cache), and proofs read from that cache (O(log n)
 /// node reads, plus opening the ledger and the frozen keys), each a fresh
 /// process.
+/// Writes the example operator key (the one the generated lineages'
+/// manifests list, TRUST-5) to `path`, owner-only; returns its verifier key.
+fn example_key(path: &Path) -> String {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let signer = benchledger::testkit::examples::signer("alice");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .expect("write the example key");
+    std::io::Write::write_all(&mut f, format!("{}\n", signer.encode()).as_bytes())
+        .expect("write the example key");
+    signer.verifier().encode()
+}
+
+/// TRUST-8 at every scale: `export --tiles` (a checkpoint signed first,
+/// then every tile and bundle written) and `verify --tiles` (every tile,
+/// bundle and record re-checked), each a fresh process, against `verify`
+/// of the same ledger (every link recomputed) in the same run.
+fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
+    println!("## The log as tiles (TRUST-8)\n");
+    println!("| scale | events | verify (baseline) | export --tiles | verify --tiles | tiles on disk |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let key = opts.work.join("tiles-bench.key");
+    let vkey = example_key(&key);
+    let mut rows = Vec::new();
+    for g in ledgers {
+        let dir = opts.work.join("tiles-ledger");
+        let out = opts.work.join("tiles-out");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&out);
+        util::copy_dir(&g.dir, &dir);
+        let ledger = dir.display().to_string();
+        let out_arg = out.display().to_string();
+        let verify = spawn_timed(&opts.bin, &["--ledger", &ledger, "verify"]);
+        let key_arg = key.display().to_string();
+        let export = spawn_timed(
+            &opts.bin,
+            &["--ledger", &ledger, "export", "--tiles", &out_arg, "--key", &key_arg],
+        );
+        let read_back = spawn_timed(
+            &opts.bin,
+            &["--ledger", &ledger, "verify", "--tiles", &out_arg, "--vkey", &vkey],
+        );
+        let bytes = util::du_bytes(&out);
+        println!(
+            "| {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.1} MiB |",
+            g.scale.name,
+            g.events,
+            verify,
+            export,
+            read_back,
+            bytes as f64 / (1024.0 * 1024.0)
+        );
+        rows.push(json!({ "scale": g.scale.name, "events": g.events, "verify_secs": verify,
+            "export_tiles_secs": export, "verify_tiles_secs": read_back, "tiles_bytes": bytes }));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    println!();
+    Value::Array(rows)
+}
+
 fn section_tlog(opts: &Opts, g: &Generated) -> Value {
     println!("## Signed checkpoints and proofs (TRUST-1, TRUST-2)\n");
     let dir = opts.work.join("tlog-ledger");

@@ -133,10 +133,18 @@ fn refused_by_class_role_and_basis(ctx: &Ctx<'_>) -> Vec<String> {
     let mut refused = Vec::new();
     match ctx.manifest.run.class {
         RunClass::PublicReproduction => {}
-        RunClass::ReplicatedExperiment => refused.push(
-            "a reproducible Terminal-Bench result: only the full 89 x 5 run is one (CLASS-2)"
-                .to_string(),
-        ),
+        RunClass::ReplicatedExperiment => {
+            refused.push(
+                "a reproducible Terminal-Bench result: only the full 89 x 5 run is one (CLASS-2)"
+                    .to_string(),
+            );
+            if let Some(db) = ctx.shared_policy_db() {
+                refused.push(format!(
+                    "a replicated experiment: {}",
+                    super::go_no_go::class_4_refusal(ctx, db)
+                ));
+            }
+        }
         RunClass::MechanismIteration => refused
             .push("a public score: one trial per case is mechanism evidence (CLASS-2)".to_string()),
         RunClass::Canary => refused.push(

@@ -99,6 +99,15 @@ pub(crate) fn quality_check(
     }
 }
 
+/// CLASS-4's refusal of a replicated claim whose trials share one policy
+/// database.
+pub(super) fn class_4_refusal(ctx: &Ctx<'_>, db: &str) -> String {
+    format!(
+        "the {} trials of each round share one policy database ({db}): this lineage replicates trials, not whole clean lineages each with its own fresh policy database, so it is no replicated experiment (CLASS-4)",
+        ctx.manifest.cases.trials.len()
+    )
+}
+
 /// Why the decision is not GO: open or rejected groups, a stop, and the
 /// failing checks (the cost checks of the last round only).
 fn reasons(ctx: &Ctx<'_>, rows: &[GroupRow], checks: &[RoundCheck]) -> Vec<String> {
@@ -108,6 +117,9 @@ fn reasons(ctx: &Ctx<'_>, rows: &[GroupRow], checks: &[RoundCheck]) -> Vec<Strin
     }
     for group in ctx.evaluation_groups().filter(|group| !group.accepted()) {
         reasons.push(format!("{} is {}", group.name, group.status()));
+    }
+    if let Some(db) = ctx.shared_policy_db() {
+        reasons.push(class_4_refusal(ctx, db));
     }
     if let Some((at, stopped)) = &ctx.lineage.stopped {
         reasons.push(format!(

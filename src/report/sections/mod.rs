@@ -271,6 +271,26 @@ impl<'a> Ctx<'a> {
     pub fn replicated(&self) -> bool {
         self.manifest.cases.trials.len() >= REPLICATED_TRIALS_MIN
     }
+
+    /// CLASS-4: the policy database a replicated lineage's trials share.
+    /// A group serves every trial of its round from its one frozen
+    /// `db_path` (and the rounds share one policy state, FREEZE-4), so the
+    /// trials of one lineage replicate trials, never whole clean lineages
+    /// each with its own fresh policy database. `None` unless replicated
+    /// with a policy round.
+    pub fn shared_policy_db(&self) -> Option<&'a str> {
+        if !self.replicated() {
+            return None;
+        }
+        let manifest: &'a ManifestFile = self.manifest;
+        self.rounds().find_map(|round| {
+            manifest
+                .groups
+                .iter()
+                .find(|g| g.name == round.name)
+                .map(|g| g.db_path.as_str())
+        })
+    }
 }
 
 /// The excluded identities of an intersection.
