@@ -163,3 +163,5 @@ pub const TILES_RECORD_BUNDLE_BYTES_MAX: u64 = 256 * (4 + RECORD_BYTES_MAX as u6
 /// Longest wait for one file of a tiles log served over HTTP (`verify
 /// --tiles URL`), from the name lookup to the last byte, in milliseconds.
 pub const TILES_FETCH_MS_MAX: u64 = 60_000;
+/// Longest reason a `[[cases.excluded]]` task may give, in bytes.
+pub const EXCLUSION_REASON_BYTES_MAX: usize = 1024;

@@ -72,7 +72,7 @@ fn a_frozen_launch_is_a_v3_manifest_whose_hash_covers_it() {
     let Event::ManifestFrozenV3(e) = v3.clone().into_event() else {
         panic!("a [central.launch] freezes as manifest_frozen.v3");
     };
-    assert_eq!(e.central_launch.subnet_id, "subnet-0a");
+    assert_eq!(e.central_launch.as_ref().unwrap().subnet_id, "subnet-0a");
     // FREEZE-1: the launch is frozen, so another subnet is another manifest hash.
     let other = frozen_with(&[("daemon_host", &LAUNCH.replace("subnet-0a", "subnet-0b"))]);
     assert_ne!(
@@ -321,4 +321,63 @@ fn a_reused_host_is_checked_by_its_frozen_id_and_always_excluded() {
         !teardown_due(l),
         "CLEAN-2: a reused host is never torn down"
     );
+}
+
+/// CLASS-1: a task left out before the freeze is frozen with its reason
+/// (a v3 manifest whose hash covers it), never also in the task list.
+#[test]
+fn a_task_excluded_before_the_run_is_frozen_with_its_reason() {
+    let with = |extra: &str| {
+        crate::method::freeze::freeze(
+            &format!("{EXAMPLE_MANIFEST}\n{extra}"),
+            "m",
+            EXAMPLE_PRIVATE,
+            "p",
+        )
+    };
+    let one = "[[cases.excluded]]\ntask = \"sqlite-db-truncate\"\nreason = \"provider 502 in preflight\"\n";
+    let frozen = with(one).unwrap();
+    let Event::ManifestFrozenV3(e) = frozen.clone().into_event() else {
+        panic!("CLASS-1: an exclusion freezes as manifest_frozen.v3");
+    };
+    assert_eq!(
+        (
+            e.excluded_tasks[0].task.as_str(),
+            e.central_launch.is_none()
+        ),
+        ("sqlite-db-truncate", true)
+    );
+    let other = with(&one.replace("502", "503")).unwrap();
+    assert_ne!(
+        frozen.manifest_blake3, other.manifest_blake3,
+        "FREEZE-1: the reason is frozen"
+    );
+    let s = state_of(vec![frozen.into_event()]);
+    assert_eq!(s.lineage(None).unwrap().excluded_tasks.len(), 1, "CLASS-1");
+    for (bad, field) in [
+        (
+            one.replace("sqlite-db-truncate", "fix-git"),
+            "cases.excluded[0].task",
+        ),
+        (format!("{one}{one}"), "cases.excluded[1].task"),
+        (
+            one.replace("provider 502 in preflight", ""),
+            "cases.excluded[0].reason",
+        ),
+        (
+            one.replace(
+                "provider 502 in preflight",
+                &"x".repeat(crate::limits::EXCLUSION_REASON_BYTES_MAX + 1),
+            ),
+            "cases.excluded[0].reason",
+        ),
+    ] {
+        let e = with(&bad).unwrap_err().to_string();
+        assert!(e.contains(field), "CLASS-1: {field}: {e}");
+    }
+    let at_bound = one.replace(
+        "provider 502 in preflight",
+        &"x".repeat(crate::limits::EXCLUSION_REASON_BYTES_MAX),
+    );
+    assert!(with(&at_bound).is_ok(), "CLASS-1: a reason at the bound");
 }

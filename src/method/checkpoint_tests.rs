@@ -402,7 +402,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             9,
-            "69b0f34676bffa74650923389483a3ba73384c4b2f74ec82817be50eea224926".to_string()
+            "8c8fd75bd8996103d4ba0f48ab4de6d19a804ac45a2ddb7a6f16789303855fc3".to_string()
         ),
         "state layout changed"
     );

@@ -16,7 +16,7 @@ use crate::schema::events::{
     SecurityRefusalRecorded, SignOffRole, Status, TokenBuckets, TraceStatus, TrialFactsRecorded,
     TrialResultRecordedV2, UsageOrigin,
 };
-use crate::schema::manifest::CentralLaunch;
+use crate::schema::manifest::{CentralLaunch, ExcludedTask};
 use crate::schema::plan::Plan;
 use crate::schema::verdict::VerdictStatus;
 
@@ -465,6 +465,8 @@ pub struct LineageState {
     pub control_reused: Option<(At, ControlReused)>,
     /// How its central host is launched (`manifest_frozen.v3`), if frozen.
     pub central_launch: Option<CentralLaunch>,
+    /// Tasks left out before the freeze (`manifest_frozen.v3`; CLASS-1).
+    pub excluded_tasks: Vec<ExcludedTask>,
     /// The latest `central_host` and `central_teardown` observations as
     /// recorded (what the report's topology names).
     pub central_seen: BTreeMap<CheckKind, (At, CheckRecorded)>,
@@ -700,6 +702,7 @@ impl State {
                 stopped: None,
                 control_reused: None,
                 central_launch: None,
+                excluded_tasks: Vec::new(),
                 central_seen: BTreeMap::new(),
             },
         );
@@ -712,10 +715,11 @@ impl State {
             Event::ManifestFrozen(f) => self.frozen(seq, (**f).clone(), None),
             Event::ManifestFrozenV2(f) => self.frozen(seq, f.v1_view(), Some(f.plan.clone())),
             Event::ManifestFrozenV3(f) => {
-                let (v2, launch) = f.split();
+                let (v2, launch, excluded) = f.split();
                 self.frozen(seq, v2.v1_view(), Some(v2.plan));
                 if let Some(l) = self.lineages.get_mut(&f.lineage) {
-                    l.central_launch = Some(launch);
+                    l.central_launch = launch;
+                    l.excluded_tasks = excluded;
                 }
             }
             Event::ManifestSignedOff(s) => {

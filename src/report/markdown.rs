@@ -127,6 +127,18 @@ fn frozen(out: &mut String, frozen: &Frozen) -> fmt::Result {
         frozen.groups.join(", "),
         frozen.trials.join(", ")
     )?;
+    if !frozen.excluded_before_run.is_empty() {
+        let excluded: Vec<String> = frozen
+            .excluded_before_run
+            .iter()
+            .map(|fact| format!("{} ({})", fact.what, fact.value))
+            .collect();
+        writeln!(
+            out,
+            "- Excluded before the run, not in the task list (CLASS-1): {}",
+            excluded.join("; ")
+        )?;
+    }
     let sign_offs: Vec<String> = frozen
         .sign_offs
         .iter()

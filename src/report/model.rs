@@ -347,6 +347,9 @@ pub struct Frozen {
     pub groups: Vec<String>,
     /// Trial identities.
     pub trials: Vec<String>,
+    /// Tasks left out before the freeze and why (CLASS-1); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded_before_run: Vec<Fact>,
     /// Routes by tier.
     pub routes: Vec<RouteLine>,
     /// Price records.

@@ -895,7 +895,11 @@ fn a_replicated_lineage_sharing_one_policy_database_is_refused_by_class_4() {
     let state = short13();
     let one_trial = build(&state, Some(L), head()).unwrap();
     assert!(
-        !one_trial.go_no_go.reasons.iter().any(|r| r.contains("CLASS-4")),
+        !one_trial
+            .go_no_go
+            .reasons
+            .iter()
+            .any(|r| r.contains("CLASS-4")),
         "CLASS-4 judges replicated lineages only: {:?}",
         one_trial.go_no_go.reasons
     );
@@ -903,7 +907,13 @@ fn a_replicated_lineage_sharing_one_policy_database_is_refused_by_class_4() {
     let m = &mut state.lineages.get_mut(L).unwrap().frozen.manifest.public;
     m.cases.trials = vec!["t1".into(), "t2".into(), "t3".into()];
     m.run.class = RunClass::ReplicatedExperiment;
-    let db = m.groups.iter().find(|g| g.name == "r1").unwrap().db_path.clone();
+    let db = m
+        .groups
+        .iter()
+        .find(|g| g.name == "r1")
+        .unwrap()
+        .db_path
+        .clone();
     let rep = build(&state, Some(L), head()).unwrap();
     assert_ne!(rep.go_no_go.decision, model::Decision::Go, "CLASS-4");
     let reason = rep
@@ -912,7 +922,10 @@ fn a_replicated_lineage_sharing_one_policy_database_is_refused_by_class_4() {
         .iter()
         .find(|r| r.contains("CLASS-4"))
         .unwrap_or_else(|| panic!("CLASS-4 named: {:?}", rep.go_no_go.reasons));
-    assert!(reason.contains(&db) && reason.contains("3 trials"), "CLASS-4: {reason}");
+    assert!(
+        reason.contains(&db) && reason.contains("3 trials"),
+        "CLASS-4: {reason}"
+    );
     assert!(
         rep.claim
             .refused_claims
@@ -920,5 +933,33 @@ fn a_replicated_lineage_sharing_one_policy_database_is_refused_by_class_4() {
             .any(|c| c.starts_with("a replicated experiment:") && c.contains("CLASS-4")),
         "CLASS-4: the claim refuses it: {:?}",
         rep.claim.refused_claims
+    );
+}
+
+/// CLASS-1 (issue 31 item 1): the report names a task left out before the
+/// freeze as excluded before the run, with its reason, in section 3 and
+/// the JSON form; a lineage without one prints no such line.
+#[test]
+fn a_task_excluded_before_the_run_is_named_by_the_report() {
+    let state = short13();
+    let rep = build(&state, Some(L), head()).unwrap();
+    assert!(rep.frozen.excluded_before_run.is_empty());
+    assert!(!render_markdown(&rep).contains("Excluded before the run"));
+    let mut state = short13();
+    state.lineages.get_mut(L).unwrap().excluded_tasks =
+        vec![crate::schema::manifest::ExcludedTask {
+            task: "sqlite-db-truncate".into(),
+            reason: "its provider answered 502 in preflight".into(),
+        }];
+    let rep = build(&state, Some(L), head()).unwrap();
+    let md = render_markdown(&rep);
+    assert!(
+        md.contains("- Excluded before the run, not in the task list (CLASS-1): sqlite-db-truncate (its provider answered 502 in preflight)"),
+        "CLASS-1: {md}"
+    );
+    let json = serde_json::to_value(&rep).unwrap();
+    assert_eq!(
+        json["frozen"]["excluded_before_run"][0][0], "sqlite-db-truncate",
+        "CLASS-1"
     );
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::manifest::{CentralLaunch, Committed, Manifest, PriceRecord};
+use crate::schema::manifest::{CentralLaunch, Committed, ExcludedTask, Manifest, PriceRecord};
 
 /// The canonical byte form of payloads. The schema names no codec: the log
 /// implements this (`log::codec::Canonical`, bincode), and the vocabulary
@@ -232,8 +232,9 @@ vocabulary! {
     /// size, BLAKE3 and the refusal, never its content (BIND-12).
     EvidenceRefused(EvidenceRefused) = "evidence_refused.v1",
     /// A v2 lineage whose manifest also freezes how its central host is
-    /// launched (FREEZE-1, FREEZE-8): the form a lineage with
-    /// `[central.launch]` is frozen in.
+    /// launched (FREEZE-1, FREEZE-8) or tasks left out before the freeze
+    /// (CLASS-1): the form a lineage with `[central.launch]` or
+    /// `[[cases.excluded]]` is frozen in.
     ManifestFrozenV3(Box<ManifestFrozenV3>) = "manifest_frozen.v3",
 }
 
@@ -410,13 +411,14 @@ pub struct ManifestFrozenV2 {
 }
 
 /// `manifest_frozen.v3`: a v2 lineage with how its central host is
-/// launched (`central up`). Its `manifest_blake3` covers the manifest, the
-/// plan and the launch.
+/// launched (`central up`) and the tasks left out before the freeze. Its
+/// `manifest_blake3` covers the manifest, the plan and both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozenV3 {
     /// The lineage label.
     pub lineage: String,
-    /// BLAKE3 of the canonical encoding of `(manifest, plan, central_launch)`, hex.
+    /// BLAKE3 of the canonical encoding of `(manifest, plan, central_launch,
+    /// excluded_tasks)`, hex.
     pub manifest_blake3: String,
     /// BLAKE3 of the operator's public TOML file as read, hex.
     pub source_file_blake3: String,
@@ -431,13 +433,15 @@ pub struct ManifestFrozenV3 {
     pub manifest: Manifest,
     /// What v2 adds (`schema::plan`).
     pub plan: crate::schema::plan::Plan,
-    /// How the central host is launched.
-    pub central_launch: CentralLaunch,
+    /// How the central host is launched, if it is benchledger's to launch.
+    pub central_launch: Option<CentralLaunch>,
+    /// Tasks left out before the freeze (CLASS-1), in the order given.
+    pub excluded_tasks: Vec<ExcludedTask>,
 }
 
 impl ManifestFrozenV3 {
-    /// The lineage as a v2 record and its launch.
-    pub fn split(&self) -> (ManifestFrozenV2, CentralLaunch) {
+    /// The lineage as a v2 record, its launch and its excluded tasks.
+    pub fn split(&self) -> (ManifestFrozenV2, Option<CentralLaunch>, Vec<ExcludedTask>) {
         (
             ManifestFrozenV2 {
                 lineage: self.lineage.clone(),
@@ -450,11 +454,16 @@ impl ManifestFrozenV3 {
                 plan: self.plan.clone(),
             },
             self.central_launch.clone(),
+            self.excluded_tasks.clone(),
         )
     }
 
-    /// A v2 record with its launch.
-    pub fn join(v2: ManifestFrozenV2, central_launch: CentralLaunch) -> ManifestFrozenV3 {
+    /// A v2 record with its launch and its excluded tasks.
+    pub fn join(
+        v2: ManifestFrozenV2,
+        central_launch: Option<CentralLaunch>,
+        excluded_tasks: Vec<ExcludedTask>,
+    ) -> ManifestFrozenV3 {
         let ManifestFrozenV2 {
             lineage,
             manifest_blake3,
@@ -475,6 +484,7 @@ impl ManifestFrozenV3 {
             manifest,
             plan,
             central_launch,
+            excluded_tasks,
         }
     }
 }

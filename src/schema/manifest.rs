@@ -278,6 +278,17 @@ pub struct CentralLaunch {
     pub ready_timeout_sec: u64,
 }
 
+/// A task left out before the freeze (CLASS-1: e.g. its provider failed in
+/// preflight): not in the task list, named by the report as excluded
+/// before the run (`manifest_frozen.v3`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcludedTask {
+    /// The task's name.
+    pub task: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
 /// The sandbox shape (FREEZE-6: AMI, type, region and network).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {

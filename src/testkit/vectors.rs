@@ -104,11 +104,15 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     events.push((
         Event::ManifestFrozenV3(Box::new(crate::schema::events::ManifestFrozenV3::join(
             v3,
-            crate::schema::manifest::CentralLaunch {
+            Some(crate::schema::manifest::CentralLaunch {
                 subnet_id: "subnet-0123456789abcdef0".into(),
                 security_group_ids: vec!["sg-0123456789abcdef0".into()],
                 ready_timeout_sec: 600,
-            },
+            }),
+            vec![crate::schema::manifest::ExcludedTask {
+                task: "sqlite-db-truncate".into(),
+                reason: "its provider answered 502 in preflight".into(),
+            }],
         ))),
         None,
     ));

@@ -671,7 +671,9 @@ fn example_key(path: &Path) -> String {
 /// of the same ledger (every link recomputed) in the same run.
 fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
     println!("## The log as tiles (TRUST-8)\n");
-    println!("| scale | events | verify (baseline) | export --tiles | verify --tiles | tiles on disk |");
+    println!(
+        "| scale | events | verify (baseline) | export --tiles | verify --tiles | tiles on disk |"
+    );
     println!("| --- | --- | --- | --- | --- | --- |");
     let key = opts.work.join("tiles-bench.key");
     let vkey = example_key(&key);
@@ -688,11 +690,15 @@ fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
         let key_arg = key.display().to_string();
         let export = spawn_timed(
             &opts.bin,
-            &["--ledger", &ledger, "export", "--tiles", &out_arg, "--key", &key_arg],
+            &[
+                "--ledger", &ledger, "export", "--tiles", &out_arg, "--key", &key_arg,
+            ],
         );
         let read_back = spawn_timed(
             &opts.bin,
-            &["--ledger", &ledger, "verify", "--tiles", &out_arg, "--vkey", &vkey],
+            &[
+                "--ledger", &ledger, "verify", "--tiles", &out_arg, "--vkey", &vkey,
+            ],
         );
         let bytes = util::du_bytes(&out);
         println!(
@@ -704,8 +710,10 @@ fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
             read_back,
             bytes as f64 / (1024.0 * 1024.0)
         );
-        rows.push(json!({ "scale": g.scale.name, "events": g.events, "verify_secs": verify,
-            "export_tiles_secs": export, "verify_tiles_secs": read_back, "tiles_bytes": bytes }));
+        rows.push(
+            json!({ "scale": g.scale.name, "events": g.events, "verify_secs": verify,
+            "export_tiles_secs": export, "verify_tiles_secs": read_back, "tiles_bytes": bytes }),
+        );
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&out);
     }

@@ -134,6 +134,19 @@ pub struct CasesToml {
     /// Non-evaluation canary identities.
     #[serde(default)]
     pub canaries: Vec<CanaryCaseToml>,
+    /// Tasks left out before the freeze (`[[cases.excluded]]`; CLASS-1).
+    #[serde(default)]
+    pub excluded: Vec<ExcludedTaskToml>,
+}
+
+/// `[[cases.excluded]]`: one task left out before the freeze and why.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExcludedTaskToml {
+    /// The task's name.
+    pub task: String,
+    /// Why it was left out (e.g. its provider failed in preflight).
+    pub reason: String,
 }
 
 /// One group with its run-scoped resources (FREEZE-4).
@@ -457,8 +470,10 @@ impl ManifestToml {
         ManifestFile,
         super::plan::PlanToml,
         Option<CentralLaunchToml>,
+        Vec<ExcludedTaskToml>,
     ) {
         let central_launch = self.central.launch.take();
+        let excluded = std::mem::take(&mut self.cases.excluded);
         let ManifestToml {
             manifest_version,
             lineage,
@@ -505,7 +520,7 @@ impl ManifestToml {
             evidence,
             signers,
         };
-        (file, plan, central_launch)
+        (file, plan, central_launch, excluded)
     }
 }
 
@@ -577,6 +592,7 @@ impl From<CasesToml> for Cases {
             trials,
             tasks,
             canaries,
+            excluded: _,
         } = input;
         Cases {
             trials,

@@ -23,8 +23,8 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::schema::events::{Event, ManifestFrozenV2, ManifestFrozenV3};
 use crate::schema::manifest::{
-    commit, redact_account, redact_arn, redact_location, CentralLaunch, Committed, Harbor,
-    Manifest, ManifestFile, PrivateCommitments, Tier,
+    commit, redact_account, redact_arn, redact_location, CentralLaunch, Committed, ExcludedTask,
+    Harbor, Manifest, ManifestFile, PrivateCommitments, Tier,
 };
 use crate::schema::rule::Rule;
 
@@ -58,17 +58,21 @@ pub struct Frozen {
     pub v2: ManifestFrozenV2,
     /// `[central.launch]`, when given.
     pub central_launch: Option<CentralLaunch>,
+    /// `[[cases.excluded]]`: tasks left out before the freeze (CLASS-1).
+    pub excluded_tasks: Vec<ExcludedTask>,
 }
 
 impl Frozen {
     /// The event that records it.
     pub fn into_event(self) -> Event {
-        match self.central_launch {
-            None => Event::ManifestFrozenV2(Box::new(self.v2)),
-            Some(launch) => {
-                Event::ManifestFrozenV3(Box::new(ManifestFrozenV3::join(self.v2, launch)))
-            }
+        if self.central_launch.is_none() && self.excluded_tasks.is_empty() {
+            return Event::ManifestFrozenV2(Box::new(self.v2));
         }
+        Event::ManifestFrozenV3(Box::new(ManifestFrozenV3::join(
+            self.v2,
+            self.central_launch,
+            self.excluded_tasks,
+        )))
     }
 }
 
@@ -77,6 +81,7 @@ impl From<ManifestFrozenV2> for Frozen {
         Frozen {
             v2,
             central_launch: None,
+            excluded_tasks: Vec::new(),
         }
     }
 }
@@ -128,9 +133,10 @@ pub fn freeze(
 ) -> Result<Frozen> {
     let public: ManifestToml = parse_toml(public_text, public_source)?;
     let private: PrivateToml = parse_toml(private_text, private_source)?;
-    let (public, plan, central_launch) = public.split();
+    let (public, plan, central_launch, excluded) = public.split();
     validate(&public, public_source)?;
     let central_launch = validate::central_launch(&public, central_launch, public_source)?;
+    let excluded_tasks = validate::excluded_tasks(&public, excluded, public_source)?;
     let plan = plan::plan(plan, &public, public_source)?;
     let key = validate_private(&public, &private, private_source)?;
     let commitments = commit_private(&key, &public, &private);
@@ -141,9 +147,10 @@ pub fn freeze(
     };
     // The v2 manifest hash covers the manifest and its plan; v3's the
     // central launch too.
-    let encoded = match &central_launch {
-        None => crate::log::codec::encode(&(&manifest, &plan)),
-        Some(launch) => crate::log::codec::encode(&(&manifest, &plan, launch)),
+    let encoded = if central_launch.is_none() && excluded_tasks.is_empty() {
+        crate::log::codec::encode(&(&manifest, &plan))
+    } else {
+        crate::log::codec::encode(&(&manifest, &plan, &central_launch, &excluded_tasks))
     }
     .map_err(|e| Error::input(e.to_string()))?;
     let v2 = ManifestFrozenV2 {
@@ -156,7 +163,11 @@ pub fn freeze(
         manifest,
         plan,
     };
-    Ok(Frozen { v2, central_launch })
+    Ok(Frozen {
+        v2,
+        central_launch,
+        excluded_tasks,
+    })
 }
 
 /// FREEZE-4: no label, name or path of the public manifest may carry a

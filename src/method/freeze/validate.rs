@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{PrivateToml, GROUPS_MAX, LABEL_BYTES_MAX, MANIFEST_VERSION, TASKS_MAX, TRIALS_MAX};
 use crate::error::{Error, Result};
 use crate::schema::manifest::{
-    commitment_key, is_non_evaluation, CentralLaunch, CentralMode, ManifestFile, RunClass, Tier,
-    EC2_VCPU_QUOTA_CODE, EVALUATION_GROUPS, MECHANISM_TASKS_MAX, MECHANISM_TASKS_MIN, PUBLIC_TASKS,
-    PUBLIC_TRIALS, REPLICATED_TRIALS_MIN,
+    commitment_key, is_non_evaluation, CentralLaunch, CentralMode, ExcludedTask, ManifestFile,
+    RunClass, Tier, EC2_VCPU_QUOTA_CODE, EVALUATION_GROUPS, MECHANISM_TASKS_MAX,
+    MECHANISM_TASKS_MIN, PUBLIC_TASKS, PUBLIC_TRIALS, REPLICATED_TRIALS_MIN,
 };
 use crate::schema::rule::Rule;
 
@@ -508,6 +508,62 @@ pub(super) fn central_launch(
         ));
     }
     Ok(Some(CentralLaunch::from(launch)))
+}
+
+/// `[[cases.excluded]]` (CLASS-1): each a label, not a task of the list,
+/// named once, with a reason of 1 to `EXCLUSION_REASON_BYTES_MAX` bytes; at
+/// most `TASKS_MAX`.
+pub(super) fn excluded_tasks(
+    manifest: &ManifestFile,
+    excluded: Vec<super::ExcludedTaskToml>,
+    source: &str,
+) -> Result<Vec<ExcludedTask>> {
+    use crate::limits::EXCLUSION_REASON_BYTES_MAX;
+    if excluded.len() > TASKS_MAX {
+        return Err(input_error(
+            source,
+            "cases.excluded",
+            format!("{} tasks; at most {TASKS_MAX}", excluded.len()),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(excluded.len());
+    for (i, e) in excluded.into_iter().enumerate() {
+        let field = format!("cases.excluded[{i}]");
+        check_label(source, &format!("{field}.task"), &e.task)?;
+        if manifest.cases.tasks.iter().any(|t| t.name == e.task) {
+            return Err(input_error(
+                source,
+                &format!("{field}.task"),
+                format!(
+                    "{:?} is in cases.tasks; a task is either run or excluded before the run",
+                    e.task
+                ),
+            ));
+        }
+        if !seen.insert(e.task.clone()) {
+            return Err(input_error(
+                source,
+                &format!("{field}.task"),
+                format!("{:?} is excluded twice", e.task),
+            ));
+        }
+        if e.reason.trim().is_empty() || e.reason.len() > EXCLUSION_REASON_BYTES_MAX {
+            return Err(input_error(
+                source,
+                &format!("{field}.reason"),
+                format!(
+                    "must be 1 to {EXCLUSION_REASON_BYTES_MAX} bytes, got {}",
+                    e.reason.len()
+                ),
+            ));
+        }
+        out.push(ExcludedTask {
+            task: e.task,
+            reason: e.reason,
+        });
+    }
+    Ok(out)
 }
 
 /// The central host, the sandbox shape and the resource tags.

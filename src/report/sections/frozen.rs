@@ -23,6 +23,12 @@ pub(super) fn frozen(ctx: &Ctx<'_>, hashes: Vec<Fact>) -> Frozen {
             .map(|name| name.to_string())
             .collect(),
         trials: manifest.cases.trials.clone(),
+        excluded_before_run: ctx
+            .lineage
+            .excluded_tasks
+            .iter()
+            .map(|e| Fact::new(e.task.clone(), e.reason.clone()))
+            .collect(),
         routes: routes(manifest),
         prices: prices(manifest),
         software: software(manifest),
