@@ -68,6 +68,14 @@ fn sim_seeds_1_to_100() {
             .any(|x| x.groups.get("r2").is_some_and(|s| s == "accepted")),
         "some seed runs the whole lineage to an accepted r2"
     );
+    // Issue 30: some seeds provision the central host through the driver,
+    // which takes its gate before waves and tears it down at the end.
+    assert!(
+        o.iter()
+            .any(|x| x.central.contains("torn down at seq") && !x.central.starts_with("0 ")),
+        "FREEZE-8, CLEAN-3: a provisioned central host observed and torn down: {:?}",
+        o.iter().map(|x| &x.central).collect::<Vec<_>>()
+    );
 }
 
 #[test]

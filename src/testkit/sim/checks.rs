@@ -61,8 +61,9 @@ impl std::fmt::Display for Violation {
 
 /// The manifest pair of a simulated lineage: the example (or, at scale,
 /// its 89 x 5 public reproduction) at concurrency `c` with a canary of `c`
-/// identities (GATE-9) and the launch timeout.
-pub fn manifest(c: u32, timeout_sec: u64, scale: bool) -> (String, String) {
+/// identities (GATE-9) and the launch timeout; with `central`, the driver
+/// provisions the central host (`[central.launch]`, issue 30).
+pub fn manifest(c: u32, timeout_sec: u64, scale: bool, central: bool) -> (String, String) {
     let base = if scale {
         crate::testkit::scenario::public_example()
     } else {
@@ -74,6 +75,15 @@ pub fn manifest(c: u32, timeout_sec: u64, scale: bool) -> (String, String) {
         "timeout_sec = 7200",
         &format!("timeout_sec = {timeout_sec}"),
     );
+    let m = if central {
+        replace_line(
+            &m,
+            "daemon_host",
+            "daemon_host = \"10.20.0.10\"\n\n[central.launch]\nsubnet_id = \"subnet-0sim\"\nsecurity_group_ids = [\"sg-0sim\"]\nready_timeout_sec = 300",
+        )
+    } else {
+        m
+    };
     (m, EXAMPLE_PRIVATE.to_string())
 }
 
@@ -85,7 +95,10 @@ fn failing_gate(e: &Event) -> bool {
             x.status != Status::Pass
                 && matches!(
                     x.check,
-                    CheckKind::Residue | CheckKind::DaemonHealth | CheckKind::ProviderSentinel
+                    CheckKind::Residue
+                        | CheckKind::DaemonHealth
+                        | CheckKind::ProviderSentinel
+                        | CheckKind::CentralHost
                 )
         }
         _ => false,
@@ -174,6 +187,23 @@ impl Sim {
             .as_ref()
             .map(|(_, s)| format!("{}: {}", s.rule, s.reason));
         out.steps = self.steps;
+        out.central = match (
+            l.central_launch.is_some(),
+            crate::method::central::torn_down(l),
+        ) {
+            (false, _) => "none".into(),
+            (true, down) => format!(
+                "{} observation(s), {}",
+                self.w
+                    .records
+                    .iter()
+                    .filter(|(_, e)| {
+                        matches!(e, Event::CheckRecorded(c) if c.check == CheckKind::CentralHost)
+                    })
+                    .count(),
+                down.map_or("not torn down".into(), |s| format!("torn down at seq {s}"))
+            ),
+        };
         out.drivers = self.drivers;
         out.records = self.w.records.len() as u64;
         out.starts = self.starts_done;

@@ -25,7 +25,7 @@ pub use checks::Violation;
 pub use world::{FaultCounts, Rates};
 
 use crate::report::SplitMix64;
-use crate::schema::events::{CaseRef, GroupRef};
+use crate::schema::events::{CaseRef, Event, GroupRef};
 use crate::testkit::scenario::World;
 use world::{case_script, stream, CaseScript, Cloud, Proc, ResultScript, SEC};
 
@@ -78,6 +78,10 @@ pub struct Outcome {
     pub faults: FaultCounts,
     /// Invariant violations.
     pub violations: Vec<Violation>,
+    /// The central host: `none` (the operator's), else how many
+    /// `central_host` observations the drivers recorded and whether it was
+    /// torn down (issue 30).
+    pub central: String,
 }
 
 /// The one-line reproduction of a seed.
@@ -143,7 +147,10 @@ impl Sim {
         let mut g = stream(cfg.seed, "shape");
         let concurrency = [1u32, 2, 3, 4, 8][g.below(5) as usize];
         let timeout_sec = if cfg.scale { 7_200 } else { 150 + g.below(200) };
-        let (public, private) = checks::manifest(concurrency, timeout_sec, cfg.scale);
+        // Half the short lineages provision their central host through the
+        // driver (its gate before every wave, its teardown at the end).
+        let central = !cfg.scale && g.below(2) == 1;
+        let (public, private) = checks::manifest(concurrency, timeout_sec, cfg.scale, central);
         let mut w = World::new();
         w.requests_per_case = 2;
         w.freeze(&public, &private)?;
@@ -391,6 +398,45 @@ impl Sim {
         }
     }
 
+    /// What `run` does after the lineage's last group or a hard stop
+    /// (`cli::run`'s teardown, issue 30): a provisioned central host is
+    /// terminated and the exact-tag query (the simulated cloud never holds
+    /// it) answers empty. Then it must be recorded exactly when due.
+    fn central_teardown(&mut self) {
+        let Ok(l) = self.w.state.lineage(None) else {
+            return;
+        };
+        let due = crate::method::central::teardown_due(l);
+        if due {
+            let id = crate::method::central::recorded_host(l)
+                .map_or(crate::method::central::NO_HOST.to_string(), |(id, _)| id);
+            let e = crate::method::central::teardown(
+                l,
+                &id,
+                &format!("{id}: ok: shutting-down"),
+                Ok(0),
+                "us-east-1",
+            );
+            self.w.push(vec![Event::CheckRecorded(e)]);
+        }
+        let l = self.w.state.lineage(None).expect("the lineage");
+        let provisioned = l.central_launch.is_some();
+        let ended = l.stopped.is_some()
+            || l.frozen
+                .manifest
+                .public
+                .groups
+                .last()
+                .and_then(|g| l.groups.get(&g.name))
+                .is_some_and(|g| g.sealed.is_some());
+        if provisioned && ended && crate::method::central::torn_down(l).is_none() {
+            self.violation(Violation::new(
+                "CLEAN-3",
+                "the provisioned central host was not torn down after the lineage ended",
+            ));
+        }
+    }
+
     /// Runs one group to its end with as many drivers as it takes.
     fn run_group(&mut self, group: &str) -> String {
         self.group = group.to_string();
@@ -452,6 +498,7 @@ impl Sim {
                 let _ = self.w.feedback(g);
             }
         }
+        self.central_teardown();
         self.finish(out)
     }
 }
