@@ -866,6 +866,8 @@ fn every_rule_of_sections_6_to_10_12_and_14_is_cited_by_a_test() {
 mod real_bitrouter;
 #[path = "report.rs"]
 mod report;
+#[path = "report_001.rs"]
+mod report_001;
 #[path = "sim.rs"]
 mod sim;
 #[path = "tidy.rs"]

@@ -27,9 +27,9 @@ fn main() -> anyhow::Result<()> {
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
-        let text = std::fs::read_to_string(&path)?;
         let spec: benchledger::testkit::scenario::Scenario =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            benchledger::testkit::scenario::Scenario::load(&path)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         let (world, log) = benchledger::testkit::scenario::run(&spec)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let tmp = tempfile::tempdir()?;

@@ -26,13 +26,7 @@ fn main() -> anyhow::Result<()> {
     w.requests_per_case = k;
     let text = benchledger::testkit::scenario::public_example();
     w.freeze(&text, benchledger::testkit::scenario::EXAMPLE_PRIVATE)?;
-    let spec = benchledger::testkit::scenario::LineageSpec {
-        edits: vec![],
-        groups: None,
-        reuse_control: None,
-        reuse_refused: None,
-        faults: vec![],
-    };
+    let spec = benchledger::testkit::scenario::LineageSpec::default();
     benchledger::testkit::scenario::run_groups(&mut w, &spec)?;
     let built_s = t.elapsed().as_secs_f64();
     let tmp = tempfile::tempdir()?;

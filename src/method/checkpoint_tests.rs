@@ -402,7 +402,7 @@ fn the_state_layout_is_pinned() {
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
             9,
-            "8c8fd75bd8996103d4ba0f48ab4de6d19a804ac45a2ddb7a6f16789303855fc3".to_string()
+            "45c2bc6285edcaeba8c53b353175553a366d39d0467d26403ed40e552016331e".to_string()
         ),
         "state layout changed"
     );

@@ -741,14 +741,14 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "| cumulative through | rounds K | C_policy(1..K) | C_control(1..K) = K x C_control | cumulative delta | note |"
+        "| cumulative through | rounds K | C_policy(1..K) | C_control(1..K) = K x C_control | cumulative delta | successes (rounds vs K x control) | cost per success (rounds vs control) | note |"
     )?;
-    writeln!(out, "| --- | --- | --- | --- | --- | --- |")?;
+    writeln!(out, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
     for cumulative in &economics.cumulative {
         match &cumulative.row {
             Some(row) => writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | |",
+                "| {} | {} | {} | {} | {} | {} vs {} | {} vs {} | |",
                 cumulative.through,
                 row.k,
                 notes.money(
@@ -756,18 +756,30 @@ fn economics(out: &mut String, economics: &Economics) -> fmt::Result {
                     &row.policy
                 ),
                 notes.money(&format!("C_control(1..{})", row.k), &row.control),
-                signed_percent(row.delta_pct.as_ref())
+                signed_percent(row.delta_pct.as_ref()),
+                row.successes,
+                row.control_successes,
+                row.cost_per_success
+                    .as_ref()
+                    .map_or("—".into(), |ratio| notes.per(
+                        &format!("cost per success through {}", cumulative.through),
+                        ratio
+                    )),
+                row.control_cost_per_success
+                    .as_ref()
+                    .map_or("—".into(), |ratio| notes
+                        .per("control cost per success", ratio))
             )?,
             None => writeln!(
                 out,
-                "| {} | — | — | — | — | {} |",
+                "| {} | — | — | — | — | — | — | {} |",
                 cumulative.through,
                 cumulative.note.as_deref().map_or(String::new(), cell)
             )?,
         }
     }
     if economics.cumulative.is_empty() {
-        none_row(out, 6, "no predeclared policy round")?;
+        none_row(out, 8, "no predeclared policy round")?;
     }
     writeln!(out)?;
     footnote(out, &notes)?;

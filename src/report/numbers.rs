@@ -187,23 +187,38 @@ pub struct Cumulative {
     pub control: Money,
     /// `(C_policy(1..k) / C_control(1..k) - 1) x 100`.
     pub delta_pct: Option<Ratio>,
+    /// The rounds' successes, 1..k added.
+    pub successes: u64,
+    /// k x control's successes.
+    pub control_successes: u64,
+    /// `C_policy(1..k) / successes`, in USD.
+    pub cost_per_success: Option<Ratio>,
+    /// `C_control(1..k) / (k x control's successes)`: control's own.
+    pub control_cost_per_success: Option<Ratio>,
 }
 
-/// REPORT-3: the cumulative rows through each round, against k x control.
-pub fn lifecycle(control: u64, rounds: &[u64]) -> Vec<Cumulative> {
-    let mut policy_sum = 0u64;
+/// REPORT-3: the cumulative rows through each round, against k x control;
+/// each cost with its successes (`(cost, passed)`).
+pub fn lifecycle(control: (u64, u64), rounds: &[(u64, u64)]) -> Vec<Cumulative> {
+    let (mut policy_sum, mut successes) = (0u64, 0u64);
     rounds
         .iter()
         .enumerate()
-        .map(|(index, round_cost)| {
+        .map(|(index, (round_cost, passed))| {
             policy_sum = policy_sum.saturating_add(*round_cost);
+            successes = successes.saturating_add(*passed);
             let k = index as u64 + 1;
-            let control_sum = control.saturating_mul(k);
+            let control_sum = control.0.saturating_mul(k);
+            let control_successes = control.1.saturating_mul(k);
             Cumulative {
                 k,
                 policy: Money::new(policy_sum),
                 control: Money::new(control_sum),
                 delta_pct: delta_pct(policy_sum, control_sum),
+                successes,
+                control_successes,
+                cost_per_success: cost_per_success(policy_sum, successes),
+                control_cost_per_success: cost_per_success(control_sum, control_successes),
             }
         })
         .collect()

@@ -203,7 +203,10 @@ fn cost_and_strong_call_deltas_follow_report_2() {
 #[test]
 fn three_rounds_cumulate_against_k_times_control() {
     // rule REPORT-3
-    let rows = lifecycle(1_000_000, &[1_200_000, 600_000, 300_000]);
+    let rows = lifecycle(
+        (1_000_000, 10),
+        &[(1_200_000, 12), (600_000, 9), (300_000, 10)],
+    );
     let got: Vec<(u64, u64, u64, String)> = rows
         .iter()
         .map(|r| {
@@ -225,6 +228,23 @@ fn three_rounds_cumulate_against_k_times_control() {
     );
     assert_eq!(rows[2].control.usd, "3");
     assert_eq!(delta_pct(300_000, 1_000_000).unwrap().text, "-70.00");
+    // The lifecycle's successes and cost per success: 31 against 3 x 10;
+    // $2.10 / 31 = $0.0677..., control's $3 / 30 = $0.10.
+    assert_eq!(
+        (rows[2].successes, rows[2].control_successes),
+        (31, 30),
+        "REPORT-3"
+    );
+    assert_eq!(
+        rows[2].cost_per_success.as_ref().unwrap().text,
+        "0.07",
+        "REPORT-3"
+    );
+    assert_eq!(
+        rows[2].control_cost_per_success.as_ref().unwrap().text,
+        "0.10",
+        "REPORT-3"
+    );
 }
 
 #[test]

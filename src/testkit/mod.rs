@@ -4,6 +4,7 @@
 //! for the gate checks' tests.
 
 pub mod examples;
+pub mod figures;
 pub mod http_server;
 pub mod procs;
 pub mod scenario;

@@ -130,6 +130,11 @@ pub struct Req {
     pub decision: bool,
     /// Its receipt.
     pub receipt: ReceiptMode,
+    /// `[prompt, output]` tokens, every prompt token uncached (default:
+    /// synthesized from the id).
+    pub tokens: Option<[u64; 2]>,
+    /// Its decision's reason (default `static_table`).
+    pub reason: Option<String>,
 }
 
 /// The builder.
@@ -517,13 +522,23 @@ impl World {
         let gref = self.gref(group);
         let n = blake3::hash(r.id.as_bytes()).as_bytes()[0] as u64;
         let cached = route.provider != "ambient" || route.model.contains("kimi");
-        let buckets = TokenBuckets {
-            uncached_input_tokens: 1_000 + 37 * n,
-            cache_read_tokens: if cached { 20_000 + 101 * n } else { 0 },
-            cache_write_tokens: 0,
-            output_tokens: 200 + 3 * n,
-            reasoning_tokens: 0,
+        let buckets = match r.tokens {
+            Some([input, output]) => TokenBuckets {
+                uncached_input_tokens: input,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                output_tokens: output,
+                reasoning_tokens: 0,
+            },
+            None => TokenBuckets {
+                uncached_input_tokens: 1_000 + 37 * n,
+                cache_read_tokens: if cached { 20_000 + 101 * n } else { 0 },
+                cache_write_tokens: 0,
+                output_tokens: 200 + 3 * n,
+                reasoning_tokens: 0,
+            },
         };
+        let reason = r.reason.as_deref().unwrap_or("static_table");
         let price = m
             .prices
             .iter()
@@ -574,13 +589,13 @@ impl World {
                 captured_at: Some("2026-11-20T00:10:00Z".into()),
                 input_model: "@auto".into(),
                 policy: Some("auto".into()),
-                reason: "static_table".into(),
+                reason: reason.into(),
                 baseline_tier: Some("strong".into()),
                 selected_tier: Some(crate::method::verdict::tier_name(tier).into()),
                 selected_model: Some(format!("bitrouter:{}", route.model)),
                 pinned: false,
-                locked: false,
-                trialed: false,
+                locked: reason == "exploration_locked",
+                trialed: reason == "exploration_trial",
                 line_blake3: line("decision"),
             }));
         }
@@ -667,6 +682,8 @@ impl World {
                 } else {
                     ReceiptMode::None
                 },
+                tokens: None,
+                reason: None,
             })
             .collect()
     }
@@ -763,6 +780,8 @@ impl World {
                 usage: true,
                 decision: true,
                 receipt: ReceiptMode::Computed,
+                tokens: None,
+                reason: None,
             },
         );
         let traced: Vec<String> = self.lineage_state().groups[group]
@@ -922,7 +941,7 @@ pub struct Scenario {
 }
 
 /// One lineage of a scenario: the example manifest with text edits.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LineageSpec {
     /// `[from, to]` text replacements applied to both example manifests
@@ -941,6 +960,20 @@ pub struct LineageSpec {
     /// Faults injected into groups.
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// A public manifest file, relative to the scenario file, instead of
+    /// the example's (`edits` still apply); read by `Scenario::load`.
+    #[serde(default)]
+    pub manifest: Option<String>,
+    /// Its private companion, likewise.
+    #[serde(default)]
+    pub private: Option<String>,
+    /// Groups rebuilt from published figures instead of synthesized
+    /// requests and rewards.
+    #[serde(default)]
+    pub figures: Vec<crate::testkit::figures::Figures>,
+    /// The text of `manifest` and `private`, once loaded.
+    #[serde(skip)]
+    pub manifest_text: Option<(String, String)>,
 }
 
 /// A fault injected into one group.
@@ -955,6 +988,34 @@ pub struct Fault {
     /// group's first identity).
     #[serde(default)]
     pub case: Option<String>,
+}
+
+impl Scenario {
+    /// Reads a scenario file and the manifest files its lineages name
+    /// (relative to it).
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|e| Error::input(format!("{}: {e}", p.display())))
+        };
+        let mut spec: Scenario = toml::from_str(&read(path)?)
+            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for ls in &mut spec.lineages {
+            ls.manifest_text = match (&ls.manifest, &ls.private) {
+                (None, None) => None,
+                (Some(public), Some(private)) => {
+                    Some((read(&dir.join(public))?, read(&dir.join(private))?))
+                }
+                _ => {
+                    return Err(Error::input(format!(
+                        "{}: a lineage names both manifest and private, or neither",
+                        path.display()
+                    )))
+                }
+            };
+        }
+        Ok(spec)
+    }
 }
 
 /// Every fault kind a scenario may name.
@@ -1054,7 +1115,15 @@ pub fn run(spec: &Scenario) -> Result<(World, RunLog)> {
                 )));
             }
         }
-        let (mut public, mut private) = (EXAMPLE_MANIFEST.to_string(), EXAMPLE_PRIVATE.to_string());
+        let (mut public, mut private) = match (&ls.manifest, &ls.manifest_text) {
+            (None, _) => (EXAMPLE_MANIFEST.to_string(), EXAMPLE_PRIVATE.to_string()),
+            (Some(_), Some((public, private))) => (public.clone(), private.clone()),
+            (Some(m), None) => {
+                return Err(Error::input(format!(
+                    "manifest {m:?} is not loaded: read the scenario with Scenario::load"
+                )))
+            }
+        };
         for [from, to] in &ls.edits {
             if !public.contains(from.as_str()) && !private.contains(from.as_str()) {
                 return Err(Error::input(format!(
@@ -1341,12 +1410,23 @@ fn skip_attempts(
 
 /// The end of one case: its result (or its invalidation, or its skip), with
 /// the result faults of the group.
-fn end_case(w: &mut World, ls: &LineageSpec, group: &str, ids: &[CaseRef], i: usize) -> Result<()> {
+fn end_case(
+    w: &mut World,
+    ls: &LineageSpec,
+    group: &str,
+    ids: &[CaseRef],
+    (i, passes): (usize, Option<bool>),
+) -> Result<()> {
     let case = &ids[i];
     let pick = |kind: &str| picked(ls, group, ids, kind);
     let low = fault(ls, group, "low_scores").is_some();
     // Default outcome: every fourth identity fails its verifier.
-    let reward = if low || i % 4 == 3 { "0" } else { "1" };
+    let reward = match passes {
+        Some(true) => "1",
+        Some(false) => "0",
+        None if low || i % 4 == 3 => "0",
+        None => "1",
+    };
     if pick("invalid_result").as_ref() == Some(case) {
         w.result(group, case, None, Some("RuntimeError"));
     } else if pick("crash_no_result").as_ref() == Some(case) {
@@ -1420,6 +1500,10 @@ fn binding_evidence(w: &mut World, ls: &LineageSpec, group: &str, ids: &[CaseRef
 /// Returns `false` when a case start was refused (logged) and the run stops.
 fn run_group(w: &mut World, ls: &LineageSpec, group: &str, log: &mut RunLog) -> Result<bool> {
     let ids = crate::method::lineage::group_identities(w.lineage_state(), group);
+    let plan = match ls.figures.iter().find(|f| f.group == group) {
+        Some(f) => Some(crate::testkit::figures::plan(f, &ids)?),
+        None => None,
+    };
     unsound_gates(w, ls, group, &ids[0], log)?;
     for (i, case) in ids.iter().enumerate() {
         let config = (picked(ls, group, &ids, "config_mismatch").as_ref() == Some(case))
@@ -1427,16 +1511,23 @@ fn run_group(w: &mut World, ls: &LineageSpec, group: &str, log: &mut RunLog) -> 
         if !start_logged(w, group, case, config, log)? {
             return Ok(false);
         }
-        for r in &requests_of(w, ls, group, case, i == 0) {
+        let requests = match &plan {
+            Some(p) => p.requests[i].clone(),
+            None => requests_of(w, ls, group, case, i == 0),
+        };
+        for r in &requests {
             w.request(group, r);
         }
-        end_case(w, ls, group, &ids, i)?;
+        end_case(w, ls, group, &ids, (i, plan.as_ref().map(|p| p.passes[i])))?;
     }
     binding_evidence(w, ls, group, &ids);
+    // The monitor saw the frozen concurrency reached (GATE-9's canary
+    // needs it), or one more under the fault.
+    let concurrency = u64::from(w.lineage_state().frozen.manifest.public.limits.concurrency);
     let peak = if fault(ls, group, "monitor_peak").is_some() {
-        2
+        concurrency + 1
     } else {
-        1
+        concurrency
     };
     let found = if fault(ls, group, "stray_volume").is_some() {
         vec![FoundResource {

@@ -556,6 +556,8 @@ fn pending_receipts_are_polled_within_the_budget_and_the_grace() {
             usage: true,
             decision: true,
             receipt: ReceiptMode::Pending,
+            tokens: None,
+            reason: None,
         },
     );
     g.world

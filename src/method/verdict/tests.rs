@@ -1441,6 +1441,8 @@ fn pending_rows_wait_for_the_grace_then_reject() {
         usage: true,
         decision: false,
         receipt: ReceiptMode::None,
+        tokens: None,
+        reason: None,
     };
     let refused = crate::method::decide::evidence_group(&w.state, Some(L), "control");
     assert_eq!(rule(refused), "VERDICT-4");

@@ -1,7 +1,8 @@
 //! The cost basis of the report (SETTLE-6: series are never added): the
 //! one series every compared group's charges belong to, else the
 //! frozen-price basis when every request of every compared group has a
-//! recomputation, else none and no cost claim.
+//! recomputation (a subscription route's at its counterfactual list
+//! price), else none and no cost claim.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -202,9 +203,22 @@ pub(crate) fn choose(compared: &[Compared<'_>]) -> Chosen {
         .iter()
         .map(|candidate| format!("{} {}", candidate.group, candidate.summary.described()))
         .collect();
-    if compared.iter().all(|candidate| {
-        candidate.summary.frozen_prices.is_some() && !candidate.summary.subscription
-    }) {
+    if compared
+        .iter()
+        .all(|candidate| candidate.summary.frozen_prices.is_some())
+    {
+        // A subscription route's requests join at their counterfactual
+        // list price: on this basis every request is usage x its frozen
+        // price, whatever series its charge is in (report 001's control
+        // was a Codex subscription, its costs API-equivalent imputations).
+        let counterfactual = if compared
+            .iter()
+            .any(|candidate| candidate.summary.subscription)
+        {
+            " A subscription route's requests are priced at its frozen counterfactual list price: what they would have cost, never what the subscription cost."
+        } else {
+            ""
+        };
         return Chosen {
             cost_basis: CostBasis::FrozenPrices,
             basis: Basis {
@@ -212,7 +226,7 @@ pub(crate) fn choose(compared: &[Compared<'_>]) -> Chosen {
                 series: Some(Series::Notional.as_str().into()),
                 label: "notional at the frozen price snapshot (usage x frozen prices)".into(),
                 note: format!(
-                    "The compared groups' charges are in different series ({}), which are never added or compared (SETTLE-6); every request of every compared group has a recomputation from its archived four buckets at the frozen price snapshot (SETTLE-2/3, as repricing does, SETTLE-7), so costs are compared on that notional basis: not cash spent.",
+                    "The compared groups' charges are in different series ({}), which are never added or compared (SETTLE-6); every request of every compared group has a recomputation from its archived four buckets at the frozen price snapshot (SETTLE-2/3, as repricing does, SETTLE-7), so costs are compared on that notional basis: not cash spent.{counterfactual}",
                     described.join(", ")
                 ),
             },

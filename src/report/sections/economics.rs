@@ -9,9 +9,13 @@ use crate::report::numbers::{lifecycle, Money};
 /// Section 10 from the section-5 rows.
 pub(super) fn economics(ctx: &Ctx<'_>, rows: &[GroupRow]) -> Economics {
     let control_cost = ctx.control_cost();
+    let control_passed = rows
+        .iter()
+        .find(|row| row.group == super::CONTROL)
+        .map_or(0, |row| row.passed);
     let mut steady = Vec::new();
     let mut cumulative = Vec::new();
-    let mut round_costs: Vec<u64> = Vec::new();
+    let mut round_costs: Vec<(u64, u64)> = Vec::new();
     let mut broken: Option<String> = None;
     for round in ctx.rounds() {
         let row = row_of(rows, &round.name);
@@ -24,7 +28,7 @@ pub(super) fn economics(ctx: &Ctx<'_>, rows: &[GroupRow]) -> Economics {
         });
         if broken.is_none() {
             match (row.comparable, row.cost.as_ref()) {
-                (true, Some(cost)) => round_costs.push(cost.micro_usd),
+                (true, Some(cost)) => round_costs.push((cost.micro_usd, row.passed)),
                 _ => {
                     broken = Some(format!(
                         "{} is not comparable: {}",
@@ -34,7 +38,7 @@ pub(super) fn economics(ctx: &Ctx<'_>, rows: &[GroupRow]) -> Economics {
                 }
             }
         }
-        let through = lifecycle(control_cost.unwrap_or(0), &round_costs);
+        let through = lifecycle((control_cost.unwrap_or(0), control_passed), &round_costs);
         cumulative.push(CumulativeRow {
             through: round.name.clone(),
             row: if broken.is_none() {

@@ -149,6 +149,8 @@ impl Sim {
                 usage: false,
                 decision: false,
                 receipt: ReceiptMode::Computed,
+                tokens: None,
+                reason: None,
             },
         );
         Ok(())
