@@ -49,7 +49,7 @@ fn every_recorded_lineage_reports_to_its_snapshot() {
                     assert!(row.contains("(diagnostics only)"), "{row}");
                     assert!(
                         g.cost.is_none() && g.cost_delta_pct.is_none(),
-                        "{name}: {g:?}"
+                        "VERDICT-2: {name}: {g:?}"
                     );
                     assert!(!g.comparable);
                 }
@@ -135,7 +135,7 @@ fn the_report_shows_the_reliability_and_semantic_planes() {
     );
     assert!(
         md.contains("- r1: credit withheld from `r1-fix-git-t1-fallback-429`: did not complete (HTTP 429, rate_limited)"),
-        "{md}"
+        "BIND-5: {md}"
     );
     let json = serde_json::to_value(&r).unwrap();
     let groups = json["runtime"].as_array().unwrap();

@@ -277,7 +277,11 @@ mod tests {
             let sparse = read(&format!("{REAL}/{trial}/config.json"));
             let result = read(&format!("{REAL}/{trial}/result.json"));
             let embedded = &result["config"];
-            assert_eq!(content_blake3(&input), content_blake3(embedded), "{trial}");
+            assert_eq!(
+                content_blake3(&input),
+                content_blake3(embedded),
+                "BIND-1: {trial}"
+            );
             assert_eq!(content_blake3(&sparse), content_blake3(embedded), "{trial}");
             assert!(differences(&input, embedded).is_empty(), "{trial}");
         }

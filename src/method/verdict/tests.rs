@@ -237,7 +237,8 @@ fn receipts_settle_computed_not_charged_pending_or_unknown() {
     };
     assert_eq!(
         with(ReceiptState::Computed, Some(30)).state,
-        SettlementState::Computed
+        SettlementState::Computed,
+        "SETTLE-4: a computed receipt"
     );
     assert_eq!(
         with(ReceiptState::Computed, Some(30)).series,
@@ -318,8 +319,16 @@ fn cost_series_are_labelled_and_never_summed() {
         },
     );
     let s = settlement(&m, &g);
-    assert_eq!(s.series_micro_usd.get(&Series::Notional), Some(&30));
-    assert_eq!(s.series_micro_usd.get(&Series::Actual), Some(&60));
+    assert_eq!(
+        s.series_micro_usd.get(&Series::Notional),
+        Some(&30),
+        "SETTLE-6: its own series"
+    );
+    assert_eq!(
+        s.series_micro_usd.get(&Series::Actual),
+        Some(&60),
+        "SETTLE-6: its own series"
+    );
     assert_eq!(
         s.series_micro_usd.get(&Series::Incomplete),
         None,
@@ -353,7 +362,11 @@ fn a_postprocessing_price_snapshot_changes_no_frozen_settlement() {
             prices,
         },
     )]);
-    assert_eq!(verdict_of(&w, "canary-1").settlement, before.settlement);
+    assert_eq!(
+        verdict_of(&w, "canary-1").settlement,
+        before.settlement,
+        "SETTLE-7: repricing leaves the frozen settlement"
+    );
 }
 
 // --- Joins ---------------------------------------------------------------
@@ -426,7 +439,8 @@ fn the_join_key_is_the_persisted_request_id_alone() {
     );
     assert_eq!(
         (j.missing_usage, j.extra_usage),
-        (vec!["a".to_string()], vec!["a2".to_string()])
+        (vec!["a".to_string()], vec!["a2".to_string()]),
+        "JOIN-2: joined by the persisted request id alone"
     );
 }
 
@@ -591,7 +605,7 @@ fn a_decision_without_request_id_or_commitment_is_weak_attribution() {
     let mut g = policy_group(&[("a", true, true, true)]);
     g.decisions[0].1.request_id = None;
     let j = joins(&manifest(), "r1", &g);
-    assert_eq!(j.weak_attribution, vec![2]);
+    assert_eq!(j.weak_attribution, vec![2], "JOIN-4: weak attribution");
 }
 
 // --- Cleanup -------------------------------------------------------------
@@ -682,7 +696,8 @@ fn a_second_different_result_for_a_bound_trial_invalidates_the_case() {
     let status = |w: &World| crate::method::binding::judge(lineage(w), "canary-1", &case);
     assert_eq!(
         status(&w).status,
-        crate::method::projections::CaseStatus::TerminalValid
+        crate::method::projections::CaseStatus::TerminalValid,
+        "BIND-2: a bound result with its reward"
     );
     let (_, first) = lineage(&w).groups["canary-1"].cases[&case]
         .result
@@ -898,10 +913,11 @@ fn the_status_is_the_first_failing_row_in_precedence_order() {
             })
             .collect()
     };
-    assert_eq!(status_of(&rows(&[])), VerdictStatus::Accepted);
+    assert_eq!(status_of(&rows(&[])), VerdictStatus::Accepted, "VERDICT-1");
     assert_eq!(
         status_of(&rows(&[Cleanup, Settlement, Replay])),
-        VerdictStatus::RejectedJoin
+        VerdictStatus::RejectedJoin,
+        "VERDICT-1: the first failing row in precedence order"
     );
     assert_eq!(
         status_of(&rows(&[Cleanup, Runtime, Secrets])),
@@ -1231,7 +1247,7 @@ fn a_lineage_ending_at_r2_is_complete_only_after_r2_feedback() {
     let text = "description = \"t\"\n[[lineages]]\n";
     let (w, _) = scenario::run(&spec(text)).unwrap();
     let view = lineage_view(&w.state, lineage(&w));
-    assert!(view.complete, "{view:?}");
+    assert!(view.complete, "LINEAGE-4: {view:?}");
     // The same log without r2's feedback is not complete.
     let mut w2 = World::new();
     let cut = w.records.len() - 1;
@@ -1239,7 +1255,7 @@ fn a_lineage_ending_at_r2_is_complete_only_after_r2_feedback() {
     w2.push(w.records[..cut].iter().map(|(_, e)| e.clone()).collect());
     w2.lineage = L.into();
     let view = lineage_view(&w2.state, lineage(&w2));
-    assert!(!view.complete);
+    assert!(!view.complete, "LINEAGE-4: r2's feedback not yet recorded");
     assert_eq!(view.feedback_allowed, vec!["r2".to_string()]);
 }
 
