@@ -612,6 +612,14 @@ mod tests {
         let log = dir.join("launch.log");
         let mut g = crate::cli::case::spawn_gated(&argv, &[], &log, &spec).unwrap();
         let recorded = process_ref(g.id()).unwrap();
+        // Under load the child may not have exec'd the gate's shell yet
+        // (its cmdline is still ours): wait for it, as an adopted launch
+        // always has by the time a later driver looks.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !is_waiting_gate(recorded.pid) {
+            assert!(Instant::now() < deadline, "the gate's shell never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         drop(g.gate.take());
         (g.child.take().unwrap(), recorded, spec)
     }
