@@ -1123,16 +1123,10 @@ fn run_input(h: &Harness, i: &Input) -> Outcome {
         .as_ref()
         .map_or(h.ledger(), |l| PathBuf::from(bad_inputs::expand(h, l)));
     let before = ledger_state(h);
-    let mut t = timed(h, &ledger, &args);
-    // Known bug 8 of this file (sled's own lock held a moment after another
-    // process let go): run again rather than report the input.
-    for _ in 0..20 {
-        if !(t.run.code == 4 && t.run.stderr.contains("could not acquire lock on")) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        t = timed(h, &ledger, &args);
-    }
+    // Run once: bug 8 of tools/RELIABILITY.md (sled's own lock held a
+    // moment after another process let go) is fixed at its cause, so an
+    // input that hits it again is reported, not retried.
+    let t = timed(h, &ledger, &args);
     let after = ledger_state(h);
     let moved = before.as_ref().map(|b| &b.head) != after.as_ref().map(|a| &a.head);
     let appended = match (&before, moved) {

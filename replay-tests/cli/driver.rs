@@ -10,8 +10,8 @@
 //! (`run.rs`, module `moto`) and in the planner.
 
 use super::run::{
-    append, audit_clean, ready, ready_edited, ready_with_lines, records, run_cmd, run_once, seq_of,
-    starts,
+    append, audit_clean, await_file_sh, await_until, ready, ready_edited, ready_with_lines,
+    records, run_cmd, run_once, seq_of, starts, AWAITED_LAUNCH_TIMEOUT_SEC,
 };
 use super::{Harness, Run};
 use benchledger::schema::events::{CaseLaunched, CaseRef, Event, GroupRef, ProcessRef, RunLeased};
@@ -26,25 +26,37 @@ fn group_members(pgid: u64) -> Vec<u32> {
     benchledger::testkit::procs::group_members(u32::try_from(pgid).unwrap())
 }
 
-/// Waits up to 60 s for a record of `kind`, polling the log.
+/// Waits up to `AWAIT_SEC_MAX` s for a record of `kind`, polling the log.
 fn await_record(h: &Harness, kind: &str) -> Value {
-    let t0 = Instant::now();
-    loop {
-        if let Some(r) = records(h, kind).into_iter().next() {
-            return r;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no {kind} within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut found = None;
+    await_until(&format!("a {kind} record"), || {
+        found = records(h, kind).into_iter().next();
+        found.is_some()
+    });
+    found.unwrap()
 }
 
 /// Replaces the stand-in launch with `script` (`$1` the trial name, `$2`
-/// the jobs directory; the stash holds each trial's result).
+/// the jobs directory; the stash holds each trial's result; the shell
+/// function `await_file PATH` waits for a file the test creates).
 fn launch_script(h: &Harness, script: &str) {
-    std::fs::write(h.path("launch.sh"), format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::write(
+        h.path("launch.sh"),
+        format!("#!/bin/sh\n{}{script}\n", await_file_sh()),
+    )
+    .unwrap();
+}
+
+/// `ready`, with a launch timeout past any `await_file` of the stand-in.
+fn ready_awaited(cases: u32, concurrency: u32) -> (Harness, String) {
+    ready_with_lines(
+        cases,
+        concurrency,
+        &[(
+            "timeout_sec = 4",
+            &format!("timeout_sec = {AWAITED_LAUNCH_TIMEOUT_SEC}"),
+        )],
+    )
 }
 
 /// The stand-in's result-writing tail: the trial's result appears at once.
@@ -240,12 +252,15 @@ fn a_rerun_after_kill_9_marks_the_case_crashed_within_5_s() {
 
 #[test]
 fn a_second_run_of_a_driven_group_is_refused_by_the_lease() {
-    let (h, url) = ready(1, 1);
+    let (h, url) = ready_awaited(1, 1);
     let tail = write_result(&h);
-    launch_script(&h, &format!("sleep 3\n{tail}"));
+    // The case runs until the second `run` has been answered.
+    let release = h.path("release");
+    launch_script(&h, &format!("await_file '{}'\n{tail}", release.display()));
     let first = spawn_run(&h, &url);
     await_record(&h, "case_launched.v1");
     let second = run_once(&h, &url, &[]);
+    std::fs::write(&release, "").unwrap();
     assert_eq!(second.code, 3, "RUN-2: {}", second.stderr);
     assert!(second.stderr.contains("RUN-2"), "{}", second.stderr);
     assert!(
@@ -266,9 +281,11 @@ fn a_second_run_of_a_driven_group_is_refused_by_the_lease() {
 
 #[test]
 fn a_driver_whose_lease_was_taken_over_appends_nothing_more() {
-    let (h, url) = ready(1, 1);
+    let (h, url) = ready_awaited(1, 1);
     let tail = write_result(&h);
-    launch_script(&h, &format!("sleep 2\n{tail}"));
+    // The case runs until the takeover is in the log.
+    let release = h.path("release");
+    launch_script(&h, &format!("await_file '{}'\n{tail}", release.display()));
     let first = spawn_run(&h, &url);
     await_record(&h, "case_launched.v1");
     // Another driver takes the group over (as after an expiry).
@@ -293,6 +310,7 @@ fn a_driver_whose_lease_was_taken_over_appends_nothing_more() {
     let takeover = records(&h, "run_leased.v1").last().unwrap()["seq"]
         .as_u64()
         .unwrap();
+    std::fs::write(&release, "").unwrap();
     let r: Run = first.wait_with_output().unwrap().into();
     assert_eq!(r.code, 3, "RUN-2: fenced: {}", r.stderr);
     assert!(r.stderr.contains("lost its lease"), "{}", r.stderr);
@@ -311,12 +329,17 @@ fn a_driver_whose_lease_was_taken_over_appends_nothing_more() {
 
 #[test]
 fn a_freed_slot_is_refilled_while_a_long_case_runs() {
-    let (h, url) = ready(3, 2);
+    let (h, url) = ready_awaited(3, 2);
     let tail = write_result(&h);
-    // c1 takes 3 s; c2 and c3 0.2 s.
+    // c1 runs until c3, the refill of c2's slot, has started (its launch
+    // says so); c2 and c3 end at once.
+    let refilled = h.path("refilled");
     launch_script(
         &h,
-        &format!("case \"$1\" in *-c1) sleep 3 ;; *) sleep 0.2 ;; esac\n{tail}"),
+        &format!(
+            "case \"$1\" in *-c1) await_file '{r}' ;; *-c3) : > '{r}' ;; esac\n{tail}",
+            r = refilled.display()
+        ),
     );
     let r = run_once(&h, &url, &[]);
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
@@ -456,6 +479,8 @@ fn a_rerun_opens_the_gate_of_a_recorded_launch_whose_driver_died_before_opening_
             deadline_utc_ns: u64::MAX,
         })],
     );
+    // Elapsed time on purpose: that the gate keeps waiting is shown by a
+    // while in which nothing happens; no event marks it.
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         gate.try_wait().unwrap().is_none() && records(&h, "trial_result_ingested.v1").is_empty(),

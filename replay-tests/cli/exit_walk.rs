@@ -61,7 +61,8 @@ impl Way {
 /// manifest pair), `{ev}` (an evidence file), `{note}` (a signed checkpoint
 /// of this ledger), `{vkey}` (alice's verifier key), `{fix}` (the
 /// BitRouter fixtures), `{secret}` (a credential shape), `{empty}` (an
-/// empty directory), `{h64}` (64 hex digits). `Environment` lines run with
+/// empty directory), `{man}` (a directory for man pages), `{h64}` (64 hex
+/// digits). `Environment` lines run with
 /// the writer lock held by this test and `--lock-timeout 0`.
 /// One path down a verb: the way and the command line.
 type Step = (Way, &'static [&'static str]);
@@ -137,7 +138,10 @@ const WALK: &[(&str, &[Step])] = &[
         "log",
         &[
             (Usage, &["log", "--from", "5", "--to", "2"]),
+            (Usage, &["log", "--kind", "no_such_kind.v1"]),
+            (Holds, &["log", "--kind", "group_sealed"]),
             (Environment, &["log"]),
+            (Environment, &["log", "--kind", "operator_noted.v1"]),
         ],
     ),
     (
@@ -760,6 +764,23 @@ const WALK: &[(&str, &[Step])] = &[
             (Environment, &["run", "r2", "--plan"]),
         ],
     ),
+    // Neither reads the ledger: a held writer lock does not stop them.
+    (
+        "completions",
+        &[
+            (Holds, &["completions", "bash"]),
+            (Usage, &["completions", "tcsh"]),
+        ],
+    ),
+    (
+        "man",
+        &[
+            (Holds, &["man"]),
+            (Holds, &["man", "-o", "{man}"]),
+            (Usage, &["man", "-o", "{ev}"]),
+            (Usage, &["man", "-o", "{ev}/man"]),
+        ],
+    ),
 ];
 
 /// The README's exit-code table: code -> whether it says nothing is
@@ -828,6 +849,7 @@ impl World {
             ("{note}", note),
             ("{vkey}", vkey),
             ("{empty}", empty.display().to_string()),
+            ("{man}", h.path("man").display().to_string()),
             (
                 "{fix}",
                 concat!(

@@ -21,6 +21,8 @@ mod bad_inputs;
 mod chaos;
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "docs.rs"]
+mod docs;
 // The driver's tests take the daemon gates themselves and append the AWS
 // observations an `aws` build records: they are compiled for a build
 // without `aws` (the `moto` module of run.rs drives an `aws` build).

@@ -250,7 +250,20 @@ impl Drop for Denied<'_> {
 const READS: &[(&str, &[&[&str]])] = &[
     ("verify", &[&["verify"], &["verify", "--json"]]),
     ("head", &[&["head"], &["head", "--json"]]),
-    ("log", &[&["log"], &["log", "--from", "400", "--to", "405"]]),
+    (
+        "log",
+        &[
+            &["log"],
+            &["log", "--from", "400", "--to", "405"],
+            &[
+                "log",
+                "--kind",
+                "group_sealed",
+                "--kind",
+                "operator_noted.v1",
+            ],
+        ],
+    ),
     (
         "export",
         &[
@@ -462,7 +475,8 @@ fn every_read_verb_works_on_a_ledger_it_cannot_write_and_appending_verbs_exit_4(
     );
     // Every leaf verb of the clap tree is classified: a new verb fails
     // here until it is.
-    let others = ["key generate", "import"]; // no existing ledger is read
+    // No existing ledger is read.
+    let others = ["key generate", "import", "completions", "man"];
     let leaves = super::argv_fuzz::leaf_verbs();
     println!("leaf verbs: {leaves:?}");
     for verb in leaves {

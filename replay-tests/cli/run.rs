@@ -29,19 +29,69 @@ fn daemon() -> String {
     benchledger::testkit::http_server::daemon_stand_in()
 }
 
-/// The example manifest with `cases` canary identities, the concurrency,
-/// every path under the test dir, a validator and a launch stand-in that
-/// writes the trial's result from the stash after 0.3 s.
-fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
+/// Longest a test, or a stand-in it releases, waits for a condition, in
+/// seconds.
+pub(super) const AWAIT_SEC_MAX: u64 = 60;
+/// Pause between two looks at an awaited condition, in milliseconds.
+const AWAIT_POLL_MS: u64 = 20;
+/// The launch timeout frozen where a stand-in waits for the test
+/// (`await_file`), in seconds: past any such wait, so `run` never kills a
+/// case the test is about to release (the test manifest's own is 4 s).
+pub(super) const AWAITED_LAUNCH_TIMEOUT_SEC: u64 = 2 * AWAIT_SEC_MAX;
+
+/// The default stand-in case's running time, as shell. Elapsed time on
+/// purpose, not ordering: it models a case in flight, so the kill and
+/// chaos tests land SIGKILLs while cases run and `run` watches a running
+/// case. No test waits on it for an order of events; those use
+/// `await_file`.
+pub(super) const CASE_RUNS: &str = "sleep 0.3\n";
+
+/// Polls `done` every `AWAIT_POLL_MS` until it holds; panics naming `what`
+/// once `AWAIT_SEC_MAX` seconds have passed.
+pub(super) fn await_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(AWAIT_SEC_MAX);
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "waited {AWAIT_SEC_MAX} s for {what}, in vain"
+        );
+        std::thread::sleep(Duration::from_millis(AWAIT_POLL_MS));
+    }
+}
+
+/// The stand-ins' shell function `await_file PATH`: returns once PATH
+/// exists (the test creates it to let the stand-in go on); past
+/// `AWAIT_SEC_MAX` seconds it says so on stderr and exits 97, so a stand-in
+/// the test never releases ends rather than hangs.
+pub(super) fn await_file_sh() -> String {
+    let pause = Duration::from_millis(AWAIT_POLL_MS).as_secs_f64();
+    format!(
+        "await_file() {{\n  end=$(( $(date +%s) + {AWAIT_SEC_MAX} ))\n  while [ ! -e \"$1\" ]; do\n    if [ \"$(date +%s)\" -gt \"$end\" ]; then\n      echo \"await_file: $1 did not appear within {AWAIT_SEC_MAX} s\" >&2\n      exit 97\n    fi\n    sleep {pause}\n  done\n}}\n"
+    )
+}
+
+/// Writes the launch stand-in (`$1` the trial name, `$2` the jobs
+/// directory): `await_file` defined, `before` run (shell lines, each ending
+/// in a newline), then the trial's result copied from the stash and renamed
+/// into place.
+pub(super) fn write_launch(h: &Harness, before: &str) {
     let root = h.path("").display().to_string();
     let root = root.trim_end_matches('/');
     std::fs::write(
         h.path("launch.sh"),
         format!(
-            "#!/bin/sh\nset -e\nsleep 0.3\nd=\"$2/{L}-canary-1/$1\"\nmkdir -p \"$d\"\ncp \"{root}/stash/$1.json\" \"$d/result.json.tmp\"\nmv \"$d/result.json.tmp\" \"$d/result.json\"\n"
+            "#!/bin/sh\nset -e\n{}{before}d=\"$2/{L}-canary-1/$1\"\nmkdir -p \"$d\"\ncp \"{root}/stash/$1.json\" \"$d/result.json.tmp\"\nmv \"$d/result.json.tmp\" \"$d/result.json\"\n",
+            await_file_sh()
         ),
     )
     .unwrap();
+}
+
+/// The example manifest with `cases` canary identities, the concurrency,
+/// every path under the test dir, a validator and a launch stand-in that
+/// writes the trial's result from the stash once it has run `CASE_RUNS`.
+fn manifest(h: &Harness, cases: u32, concurrency: u32) -> String {
+    write_launch(h, CASE_RUNS);
     // A plan that renders differently from v1 (an extra agent kwarg), as
     // every real plan does: BIND-1 must compare against the planned
     // rendering (it once rendered v1 and rejected every such case).
@@ -655,7 +705,7 @@ fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
     // rule CASE-3, rule CASE-8
     let (h, url) = ready(1, 1);
     // The launch hangs; the frozen launch.timeout_sec of the test manifest
-    // is 4 s.
+    // is 4 s. Elapsed time on purpose: the case must outlive its deadline.
     std::fs::write(h.path("launch.sh"), "#!/bin/sh\nexec sleep 120\n").unwrap();
     let t0 = Instant::now();
     let r = run_until_sealed(&h, &url);
@@ -675,24 +725,41 @@ fn run_kills_a_launch_past_the_frozen_timeout_and_records_its_exit() {
 #[cfg(not(feature = "aws"))]
 fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
     // rule CASE-4, rule CASE-3
-    let (h, url) = ready(2, 1);
-    let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
-    std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3", "sleep 2")).unwrap();
+    let (h, url) = ready_with_lines(
+        2,
+        1,
+        &[(
+            "timeout_sec = 4",
+            &format!("timeout_sec = {AWAITED_LAUNCH_TIMEOUT_SEC}"),
+        )],
+    );
+    // Each case says it runs, then ends only once the test releases it.
+    let (running, release) = (h.path("running"), h.path("release"));
+    write_launch(
+        &h,
+        &format!(
+            ": > '{}'\nawait_file '{}'\n",
+            running.display(),
+            release.display()
+        ),
+    );
     let child = run_cmd(&h, &url, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while records(&h, "case_started.v1").is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no case started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_until("the first case's process to run", || running.exists());
     let sent = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
+    // The case ends only after `run` took the signal (it is no longer
+    // pending), so its end cannot overtake the interrupt.
+    await_until("`run` to take SIGINT", || {
+        !signal_pending(child.id(), SIGINT)
+    });
+    std::fs::write(&release, "").unwrap();
     let r: Run = child.wait_with_output().unwrap().into();
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(r.stderr.contains("was interrupted"), "{}", r.stderr);
@@ -706,6 +773,31 @@ fn ctrl_c_stops_launching_waits_for_the_running_case_and_says_to_run_again() {
     assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
     assert_eq!(starts(&h).len(), 2, "{:?}", starts(&h));
     assert!(starts(&h).values().all(|n| *n == 1));
+}
+
+/// SIGINT's number (signal(7), the same on every Linux architecture).
+#[cfg(not(feature = "aws"))]
+const SIGINT: u32 = 2;
+
+/// Whether signal `sig` is pending for process `pid`, for the process or
+/// any of its threads (`ShdPnd` and each thread's `SigPnd` in /proc): once
+/// it is not, a thread has taken it and runs the handler.
+#[cfg(not(feature = "aws"))]
+fn signal_pending(pid: u32, sig: u32) -> bool {
+    let bit = 1u64 << (sig - 1);
+    let pending = |status: &str, field: &str| {
+        status
+            .lines()
+            .filter_map(|l| l.strip_prefix(field))
+            .any(|mask| u64::from_str_radix(mask.trim(), 16).unwrap() & bit != 0)
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false; // gone: nothing pending
+    };
+    tasks.filter_map(Result::ok).any(|t| {
+        std::fs::read_to_string(t.path().join("status"))
+            .is_ok_and(|s| pending(&s, "ShdPnd:") || pending(&s, "SigPnd:"))
+    })
 }
 
 #[test]
@@ -791,6 +883,8 @@ pub(super) fn killed_after(mut cmd: std::process::Command, after: Duration) -> O
     kill_after(child, after)
 }
 
+/// Polls `child` until `after` has passed, then SIGKILLs it. Elapsed time
+/// on purpose: the kill tests kill at pseudo-random points in time.
 pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
     let t0 = Instant::now();
     while t0.elapsed() < after {
@@ -1266,8 +1360,7 @@ mod moto {
         for round in 0..20 {
             let (h, url, p) = on_moto(1, MOTO_PRINCIPAL);
             // The launch ends at once, faster than any poll of `run`.
-            let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
-            std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3\n", "")).unwrap();
+            write_launch(&h, "");
             let r = aws_run(&h, &url, &p);
             assert_eq!(r.code, 0, "round {round}: {}", r.stderr);
             let exited = records(&h, "case_process_exited.v1")[0]["seq"]
@@ -1340,26 +1433,24 @@ mod moto {
     #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
     fn moto_a_slot_is_refilled_while_a_running_cases_sandbox_lives() {
         let _moto = exclusive();
-        let (h, url, p) = on_moto_at(3, 2, MOTO_PRINCIPAL);
+        let timeout = format!("timeout_sec = {AWAITED_LAUNCH_TIMEOUT_SEC}");
+        let (h, url, p) = on_moto_edited(3, 2, MOTO_PRINCIPAL, &|m| {
+            replace_line(m, "timeout_sec = 4", &timeout)
+        });
         // Each launch runs its trial in a run-tagged sandbox carrying its
-        // trial tag (as Harbor's environment does), c1 for 3 s, the others
-        // for 0.5 s, and terminates it before the result appears.
+        // trial tag (as Harbor's environment does) and terminates it before
+        // the result appears; c1's lives until c3, the slot's refill, has
+        // started (c3's launch says so), the others' end at once.
+        let refilled = h.path("refilled");
         let call = format!(
             "curl -sf -X POST '{}/' -H 'Authorization: AWS4-HMAC-SHA256 Credential=benchledger-test-key/20261203/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0' -H 'Content-Type: application/x-www-form-urlencoded' --data",
             endpoint()
         );
-        let launch = h.path("launch.sh");
-        let script = std::fs::read_to_string(&launch).unwrap();
         let sandbox = format!(
-            "id=$({call} \"Version=2016-11-15&Action=RunInstances&ImageId=ami-0fedcba9876543210&InstanceType=m5.large&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance&TagSpecification.1.Tag.1.Key=benchledger%3Arun&TagSpecification.1.Tag.1.Value={L}&TagSpecification.1.Tag.2.Key=benchledger%3Arole&TagSpecification.1.Tag.2.Value=sandbox&TagSpecification.1.Tag.3.Key=benchledger%3Atrial&TagSpecification.1.Tag.3.Value=$1\" | sed -n 's:.*<instanceId>\\(i-[0-9a-f]*\\)</instanceId>.*:\\1:p' | head -n 1)\ntest -n \"$id\"\ncase \"$1\" in *-c1) sleep 3 ;; *) sleep 0.5 ;; esac\n{call} \"Version=2016-11-15&Action=TerminateInstances&InstanceId.1=$id\" > /dev/null\n"
+            "id=$({call} \"Version=2016-11-15&Action=RunInstances&ImageId=ami-0fedcba9876543210&InstanceType=m5.large&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance&TagSpecification.1.Tag.1.Key=benchledger%3Arun&TagSpecification.1.Tag.1.Value={L}&TagSpecification.1.Tag.2.Key=benchledger%3Arole&TagSpecification.1.Tag.2.Value=sandbox&TagSpecification.1.Tag.3.Key=benchledger%3Atrial&TagSpecification.1.Tag.3.Value=$1\" | sed -n 's:.*<instanceId>\\(i-[0-9a-f]*\\)</instanceId>.*:\\1:p' | head -n 1)\ntest -n \"$id\"\ncase \"$1\" in *-c1) await_file '{r}' ;; *-c3) : > '{r}' ;; esac\n{call} \"Version=2016-11-15&Action=TerminateInstances&InstanceId.1=$id\" > /dev/null\n",
+            r = refilled.display()
         );
-        std::fs::write(
-            &launch,
-            script
-                .replacen("set -e\n", &format!("set -e\n{sandbox}"), 1)
-                .replacen("sleep 0.3\n", "", 1),
-        )
-        .unwrap();
+        write_launch(&h, &sandbox);
         let r = aws_run(&h, &url, &p);
         // No gate of a refill wave stopped the lineage: every residue gate
         // passed while the other case's sandbox lived (VERDICT-3).
@@ -1409,18 +1500,12 @@ mod moto {
         let stray = StrayVolumes(h.path("stray-volume.xml"));
         // The case's process leaves a volume behind with the run's exact
         // tags (run tag and sandbox role tag), after the gates were taken.
-        let launch = h.path("launch.sh");
-        let script = std::fs::read_to_string(&launch).unwrap();
         let create = format!(
             "curl -sf -X POST '{}/' -H 'Authorization: AWS4-HMAC-SHA256 Credential=benchledger-test-key/20261202/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0' -H 'Content-Type: application/x-www-form-urlencoded' --data 'Version=2016-11-15&Action=CreateVolume&AvailabilityZone=us-east-1a&Size=8&TagSpecification.1.ResourceType=volume&TagSpecification.1.Tag.1.Key=benchledger%3Arun&TagSpecification.1.Tag.1.Value={L}&TagSpecification.1.Tag.2.Key=benchledger%3Arole&TagSpecification.1.Tag.2.Value=sandbox' > '{}'\n",
             endpoint(),
             stray.0.display()
         );
-        std::fs::write(
-            &launch,
-            script.replacen("set -e\n", &format!("set -e\n{create}"), 1),
-        )
-        .unwrap();
+        write_launch(&h, &format!("{create}{CASE_RUNS}"));
         let r = aws_run(&h, &url, &p);
         let ids = stray.ids();
         assert_eq!(ids.len(), 1, "{}", r.stderr);

@@ -21,6 +21,7 @@ use crate::schema::events::Event;
 use crate::schema::events::OperatorNoted;
 use crate::schema::time::now_utc_ns;
 use crate::schema::time::rfc3339_utc_ns;
+use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 
 /// Arguments of `log`.
@@ -32,6 +33,12 @@ pub struct LogArgs {
     /// Last seq to print (inclusive); default the head.
     #[arg(long)]
     pub to: Option<u64>,
+    /// Only records of this event kind (repeatable: any of them): a kind
+    /// as printed (`operator_noted.v1`), or its name without the version
+    /// (`manifest_frozen`: every version). An unknown kind is bad usage
+    /// (exit 2) listing the known ones.
+    #[arg(long, value_name = "KIND")]
+    pub kind: Vec<String>,
 }
 
 /// Arguments of `verify`.
@@ -335,6 +342,30 @@ pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 }
 
 /// `log --from --to`: records as JSON lines.
+/// The kinds `log --kind` selects (`None`: every kind): each one given
+/// exactly, or every version of a name given without its `.vN`. An unknown
+/// one is bad usage naming every known kind.
+fn kinds_selected(given: &[String]) -> anyhow::Result<Option<BTreeSet<&'static str>>> {
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let mut selected = BTreeSet::new();
+    for want in given {
+        let before = selected.len();
+        selected.extend(Event::KINDS.iter().copied().filter(|known| {
+            *known == want || known.rsplit_once('.').map(|(name, _)| name) == Some(want.as_str())
+        }));
+        if selected.len() == before {
+            return Err(BadUsage(format!(
+                "--kind {want:?} is no event kind; the known kinds (a name without its .vN takes every version): {}",
+                Event::KINDS.join(", ")
+            ))
+            .into());
+        }
+    }
+    Ok(Some(selected))
+}
+
 pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     if a.to.is_some_and(|to| to < a.from) {
@@ -345,6 +376,7 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         ))
         .into());
     }
+    let kinds = kinds_selected(&a.kind)?;
     let ledger = crate::cli::common::open_reading(dir, wait)?;
     let head = ledger.head()?;
     if a.from > head.seq {
@@ -357,6 +389,9 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         let r = &v.decoded.record;
         if r.seq > to || crate::cli::out::closed() {
             break;
+        }
+        if kinds.as_ref().is_some_and(|k| !k.contains(r.kind.as_str())) {
+            continue;
         }
         let line = json!({
             "seq": r.seq,

@@ -12,6 +12,7 @@ mod check;
 mod cleanup;
 mod common;
 mod control;
+mod docs;
 mod export;
 mod feedback;
 mod gate;
@@ -225,6 +226,12 @@ pub enum Command {
     /// Drive a group through its gates, launches, evidence, cleanup and
     /// seal (`run GROUP [LINEAGE]`; `--plan` changes nothing); resumable.
     Run(run::RunArgs),
+    /// Print shell completions for every verb and option, generated from
+    /// this CLI (`completions bash > /etc/bash_completion.d/benchledger`).
+    Completions(docs::CompletionsArgs),
+    /// Man pages generated from this CLI: `benchledger.1` on stdout, or
+    /// with `-o DIR` one page per verb written into DIR.
+    Man(docs::ManArgs),
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -359,5 +366,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lineage(c) => lineage::run_lineage(cli, c, wait),
         Command::Report(a) => report::run_report(cli, a, wait),
         Command::Run(a) => run::run_run(cli, a, wait),
+        Command::Completions(a) => docs::run_completions(a),
+        Command::Man(a) => docs::run_man(a),
     }
 }

@@ -243,12 +243,16 @@ fn moto_a_provisioned_host_lost_mid_lineage_stops_it_and_is_still_torn_down() {
     let run = "central-lost-1";
     // Two cases one at a time: the host is checked again before the second
     // wave (FREEZE-8 before every wave).
-    let (h, url, p) = on_moto_edited(2, 1, MOTO_PRINCIPAL, &provision_manifest(run));
+    // Each case ends once the test releases it (`go`), under a launch
+    // timeout past that wait.
+    let provision = provision_manifest(run);
+    let timeout = format!("timeout_sec = {AWAITED_LAUNCH_TIMEOUT_SEC}");
+    let (h, url, p) = on_moto_edited(2, 1, MOTO_PRINCIPAL, &|m| {
+        replace_line(&provision(m), "timeout_sec = 4", &timeout)
+    });
     let go = h.path("go");
-    let launch = std::fs::read_to_string(h.path("launch.sh")).unwrap();
-    let wait_go = format!("while [ ! -e '{}' ]; do sleep 0.05; done\n", go.display());
-    std::fs::write(h.path("launch.sh"), launch.replace("sleep 0.3\n", &wait_go)).unwrap();
-    let mut child = run_cmd(&h, &url, &["--private", &p])
+    write_launch(&h, &format!("await_file '{}'\n", go.display()));
+    let child = run_cmd(&h, &url, &["--private", &p])
         .env("HOME", h.path(""))
         .env_remove("AWS_CONFIG_FILE")
         .env_remove("AWS_SHARED_CREDENTIALS_FILE")
@@ -257,11 +261,9 @@ fn moto_a_provisioned_host_lost_mid_lineage_stops_it_and_is_still_torn_down() {
         .spawn()
         .unwrap();
     // The first case started: the host was launched and observed before it.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while records(&h, "case_started.v1").is_empty() {
-        assert!(Instant::now() < deadline, "the first case never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_until("the first case to start", || {
+        !records(&h, "case_started.v1").is_empty()
+    });
     let id = central_checks(&h, "central_host")[0]["payload"]["target"]
         .as_str()
         .unwrap()

@@ -1,0 +1,349 @@
+//! The CLI's conventions (issue 33 item 8): shell completions and man pages
+//! generated from the clap tree, and `log --kind`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use clap::CommandFactory;
+use serde_json::Value;
+
+use super::{Harness, MANIFEST, PRIVATE};
+
+/// Every visible subcommand path below the top (`["checkpoint", "sign"]`),
+/// inner nodes included: each has a man page.
+fn command_paths() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, at: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let mut path = at.to_vec();
+            path.push(sub.get_name().to_string());
+            out.push(path.clone());
+            walk(sub, &path, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&benchledger::cli::Cli::command(), &[], &mut out);
+    out
+}
+
+/// The top-level verbs.
+fn verbs() -> Vec<String> {
+    benchledger::cli::Cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish_name_every_verb() {
+    let h = Harness::new();
+    let verbs = verbs();
+    assert!(verbs.len() >= 25, "only {} verbs: {verbs:?}", verbs.len());
+    for shell in ["bash", "zsh", "fish"] {
+        let r = h.ok(&["completions", shell]);
+        assert!(!r.stdout.trim().is_empty(), "{shell}: empty completions");
+        assert!(r.stdout.contains("benchledger"), "{shell}: {}", r.stdout);
+        for verb in &verbs {
+            assert!(
+                r.stdout.contains(verb.as_str()),
+                "{shell} completions lack the verb {verb:?}"
+            );
+        }
+        // Options and nested verbs come from the same tree (fish names a
+        // long option `-l NAME`).
+        let long = |name: &str| match shell {
+            "fish" => format!("-l {name}"),
+            _ => format!("--{name}"),
+        };
+        for word in [long("kind"), long("lock-timeout"), "inclusion".into()] {
+            assert!(
+                r.stdout.contains(&word),
+                "{shell} completions lack {word:?}"
+            );
+        }
+        assert!(r.stderr.is_empty(), "{shell}: {}", r.stderr);
+    }
+    // The bash script parses as bash.
+    let script = h.path("benchledger.bash");
+    std::fs::write(&script, h.ok(&["completions", "bash"]).stdout).unwrap();
+    let parsed = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    // An unknown shell is bad usage (exit 2) naming the shells there are.
+    let r = h.run(&["completions", "tcsh"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bash") && r.stderr.contains("fish"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+    assert!(!h.ledger().exists(), "completions never touch a ledger");
+}
+
+/// The `.TH` line of a page: its title and section.
+fn title_of(page: &str) -> Option<(String, String)> {
+    let line = page.lines().find(|l| l.starts_with(".TH "))?;
+    let mut words = line[4..].split_whitespace();
+    Some((words.next()?.to_string(), words.next()?.to_string()))
+}
+
+/// A small roff check: every control line is a request or man(7) macro
+/// clap_mangen writes, `.TH` comes before any section and once, and every
+/// escape names a known form.
+fn roff_problems(page: &str) -> Vec<String> {
+    const KNOWN: [&str; 14] = [
+        "TH", "SH", "SS", "TP", "PP", "LP", "IP", "RS", "RE", "B", "I", "br", "ie", "el",
+    ];
+    let mut problems = Vec::new();
+    let mut titled = 0;
+    for (n, line) in page.lines().enumerate() {
+        let Some(control) = line.strip_prefix('.').or_else(|| line.strip_prefix('\'')) else {
+            continue;
+        };
+        let name: String = control
+            .trim_start()
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '\\')
+            .collect();
+        if name.is_empty() || name.starts_with('\\') {
+            continue; // a comment or an empty request
+        }
+        if !KNOWN.contains(&name.as_str()) {
+            problems.push(format!("line {}: unknown request .{name}", n + 1));
+        }
+        if name == "TH" {
+            titled += 1;
+        }
+        if name == "SH" && titled == 0 {
+            problems.push(format!("line {}: a section before .TH", n + 1));
+        }
+    }
+    if titled != 1 {
+        problems.push(format!("{titled} .TH lines"));
+    }
+    problems
+}
+
+#[test]
+fn man_writes_a_page_per_verb_that_roff_reads() {
+    let h = Harness::new();
+    let dir = h.path("man/pages");
+    let r = h.ok(&["man", "-o", dir.to_str().unwrap()]);
+    let mut want: BTreeSet<String> = command_paths()
+        .iter()
+        .map(|p| format!("benchledger-{}.1", p.join("-")))
+        .collect();
+    want.insert("benchledger.1".into());
+    let got: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(got, want, "one page per verb, no other file");
+    let printed: BTreeSet<String> = r.stdout.lines().map(String::from).collect();
+    let written: BTreeSet<String> = want
+        .iter()
+        .map(|n| dir.join(n).display().to_string())
+        .collect();
+    assert_eq!(printed, written, "the paths written are printed");
+    for path in command_paths() {
+        let name = format!("benchledger-{}", path.join("-"));
+        let page = std::fs::read_to_string(dir.join(format!("{name}.1"))).unwrap();
+        // roff writes a hyphen as `\-`.
+        let page = page.replace("\\-", "-");
+        assert_eq!(
+            title_of(&page),
+            Some((name.clone(), "1".into())),
+            "{name}: its .TH line"
+        );
+        let problems = roff_problems(&page);
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+        // The NAME section names the page, the synopsis the verb's words.
+        let section = page.split(".SH NAME").nth(1).unwrap_or("");
+        assert!(
+            section.trim_start().starts_with(&name),
+            "{name}: NAME {section:.80}"
+        );
+        let synopsis = page.split(".SH SYNOPSIS").nth(1).unwrap_or("");
+        let words = format!("benchledger {}", path.join(" "));
+        assert!(
+            synopsis
+                .trim_start()
+                .starts_with(&format!("\\fB{words}\\fR")),
+            "{name}: the synopsis does not start with {words:?}: {synopsis:.120}"
+        );
+        assert!(
+            page.contains(&format!("\"benchledger {}\"", env!("CARGO_PKG_VERSION"))),
+            "{name}: the .TH line names the program and its version"
+        );
+    }
+    let log = std::fs::read_to_string(dir.join("benchledger-log.1")).unwrap();
+    assert!(log.contains("kind"), "log's page lists --kind");
+    // man(1) itself formats every page without a warning.
+    for name in &want {
+        let out = man_l(&dir.join(name));
+        assert!(
+            out.status.success(),
+            "man -l {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "man -l {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Bold and underline as overstrikes (`N\x08N`) left out.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&out.stdout).chars() {
+            if c == '\x08' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "man -l {name}: {text:.200}"
+        );
+    }
+    // Without -o: the top page on stdout, naming every verb.
+    let top = h.ok(&["man"]).stdout;
+    assert_eq!(title_of(&top), Some(("benchledger".into(), "1".into())));
+    assert!(roff_problems(&top).is_empty(), "{:?}", roff_problems(&top));
+    for verb in verbs() {
+        assert!(top.contains(&verb), "benchledger.1 lacks {verb:?}");
+    }
+    assert_eq!(h.ok(&["man", "-o", "-"]).stdout, top);
+    assert!(!h.ledger().exists(), "man never touches a ledger");
+}
+
+/// `man -l PATH`, formatted as plain text for a pipe.
+fn man_l(path: &Path) -> std::process::Output {
+    Command::new("man")
+        .arg("-l")
+        .arg(path)
+        .env("MANWIDTH", "80")
+        .env("MAN_DISABLE_SECCOMP", "1")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .expect("man(1) is needed to check the man pages (Debian: man-db)")
+}
+
+#[test]
+fn man_refuses_a_file_where_its_directory_goes() {
+    let h = Harness::new();
+    let file = h.path("a-file");
+    std::fs::write(&file, "x").unwrap();
+    for out in [file.clone(), file.join("below"), "".into()] {
+        let r = h.run(&["man", "-o", out.to_str().unwrap()]);
+        assert_eq!(r.code, 2, "man -o {out:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}
+
+fn kinds_of(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn log_kind_filters_by_event_kind_and_refuses_an_unknown_one() {
+    let h = Harness::new();
+    h.init();
+    h.ok(&["note", "one"]);
+    assert_eq!(h.freeze(MANIFEST, PRIVATE).code, 0);
+    h.ok(&["note", "two"]);
+    let all = kinds_of(&h.ok(&["log"]).stdout);
+    let frozen = all
+        .iter()
+        .find(|k| k.starts_with("manifest_frozen."))
+        .unwrap()
+        .clone();
+    // An exact kind.
+    let notes = h.ok(&["log", "--kind", "operator_noted.v1"]);
+    assert_eq!(
+        kinds_of(&notes.stdout),
+        ["operator_noted.v1", "operator_noted.v1"]
+    );
+    let texts: Vec<Value> = notes
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["payload"]["text"].clone())
+        .collect();
+    assert_eq!(texts, ["one", "two"]);
+    // A name without its version: every version.
+    assert_eq!(
+        kinds_of(&h.ok(&["log", "--kind", "manifest_frozen"]).stdout),
+        [frozen]
+    );
+    // Repeated: either kind, in log order; with --from and --to.
+    let both = kinds_of(
+        &h.ok(&[
+            "log",
+            "--kind",
+            "ledger_created.v1",
+            "--kind",
+            "operator_noted",
+        ])
+        .stdout,
+    );
+    assert_eq!(
+        both,
+        [
+            "ledger_created.v1",
+            "operator_noted.v1",
+            "operator_noted.v1"
+        ]
+    );
+    let last = all.len() - 1;
+    let tail = h.ok(&[
+        "log",
+        "--kind",
+        "operator_noted",
+        "--from",
+        "2",
+        "--to",
+        &last.to_string(),
+    ]);
+    assert_eq!(kinds_of(&tail.stdout), ["operator_noted.v1"]);
+    // A known kind the ledger does not hold: nothing, exit 0.
+    let none = h.ok(&["log", "--kind", "group_sealed.v1"]);
+    assert!(none.stdout.is_empty(), "{}", none.stdout);
+    // An unknown kind: bad usage (exit 2), the known kinds listed, nothing
+    // printed or appended; checked before any ledger is opened.
+    let before = h.head_bytes();
+    for bad in ["operator_noted.v9", "nope", "", "OPERATOR_NOTED.V1"] {
+        let r = h.run(&["log", "--kind", bad]);
+        assert_eq!(r.code, 2, "--kind {bad:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+        for known in benchledger::schema::events::Event::KINDS {
+            assert!(
+                r.stderr.contains(known),
+                "--kind {bad:?}: {known} not listed: {}",
+                r.stderr
+            );
+        }
+    }
+    assert_eq!(h.head_bytes(), before);
+    let elsewhere = Harness::new();
+    let r = elsewhere.run(&["log", "--kind", "nope"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!elsewhere.ledger().exists());
+}
