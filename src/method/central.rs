@@ -179,7 +179,8 @@ pub fn up(l: &LineageState, tagged: &[CentralInstance]) -> Result<Up, (Rule, Str
 
 /// Each way `seen` differs from the frozen central host: its state
 /// (`running`), role tag, run tag (provision), id (reuse, or the recorded
-/// provisioned id), AMI and type.
+/// provisioned id), AMI, type and private address (the sandboxes' daemon
+/// address, where that is an IP address).
 pub fn mismatches(m: &ManifestFile, expected_id: &str, seen: &CentralInstance) -> Vec<String> {
     let c = &m.central;
     let mut out = Vec::new();
@@ -196,6 +197,15 @@ pub fn mismatches(m: &ManifestFile, expected_id: &str, seen: &CentralInstance) -
     differs("role tag", tag(&m.tags.role_key), &c.role_tag_value);
     if c.mode == CentralMode::Provision {
         differs("run tag", tag(&m.tags.run_key), &m.tags.run_value);
+    }
+    if let Some(address) = crate::schema::central::sandbox_address(&m.central.daemon_host) {
+        let got = seen.private_ip.as_deref().unwrap_or("(none)");
+        // Compared as addresses: "10.0.0.1" and "10.00.0.1" never both parse.
+        if got.parse::<std::net::IpAddr>().ok() != Some(address) {
+            out.push(format!(
+                "private address {got:?}, but every sandbox is given the frozen daemon_host {address} (GATE-3)"
+            ));
+        }
     }
     out
 }
@@ -297,6 +307,7 @@ pub fn refutation(l: &LineageState, e: &CheckRecorded) -> Option<String> {
         .into_iter()
         .filter_map(|(k, tag)| d.get(k).map(|v| (tag.clone(), v.clone())))
         .collect(),
+        private_ip: d.get(keys::PRIVATE_IP).cloned(),
         ..CentralInstance::default()
     };
     let expected = match (

@@ -242,6 +242,68 @@ fn a_host_that_differs_from_the_frozen_one_fails_and_cannot_pass() {
 }
 
 #[test]
+fn the_host_must_hold_the_address_every_sandbox_is_given() {
+    let s = state_of(vec![provisioned()]);
+    let l = s.lineage(None).unwrap();
+    let m = &l.frozen.manifest.public;
+    let mut elsewhere = host("i-0c");
+    elsewhere.private_ip = Some("10.20.0.11".into());
+    let o = observation(
+        m,
+        CentralAction::Checked,
+        "i-0c",
+        Ok(Some(&elsewhere)),
+        "us-east-1",
+    );
+    assert_eq!(o.status, Status::Fail, "GATE-3: {:?}", o.details);
+    assert!(
+        o.details["mismatches"].contains("private address \"10.20.0.11\"")
+            && o.details["mismatches"].contains("daemon_host 10.20.0.10"),
+        "GATE-3: {:?}",
+        o.details
+    );
+    // Refuted from its own details when a pass claims otherwise (BIND-6).
+    let mut forged = o.clone();
+    forged.status = Status::Pass;
+    forged.details.remove("mismatches");
+    assert!(
+        refutation(l, &forged).is_some_and(|w| w.contains("private address")),
+        "GATE-3, BIND-6"
+    );
+    let mut none = host("i-0c");
+    none.private_ip = None;
+    let o = observation(
+        m,
+        CentralAction::Checked,
+        "i-0c",
+        Ok(Some(&none)),
+        "us-east-1",
+    );
+    assert_eq!(o.status, Status::Fail, "GATE-3: a host without an address");
+    let at = observation(
+        m,
+        CentralAction::Checked,
+        "i-0c",
+        Ok(Some(&host("i-0c"))),
+        "us-east-1",
+    );
+    assert_eq!(at.status, Status::Pass, "GATE-3: {:?}", at.details);
+    // What a sandbox cannot be given for another host is not checked: a
+    // loopback address (a test topology beside the daemon) or a name.
+    use crate::schema::central::sandbox_address;
+    assert_eq!(sandbox_address("127.0.0.1"), None);
+    assert_eq!(sandbox_address("[::1]"), None);
+    assert_eq!(sandbox_address("0.0.0.0"), None);
+    assert_eq!(sandbox_address("bro.internal"), None);
+    assert_eq!(
+        sandbox_address("[fd00::10]")
+            .map(|a| a.to_string())
+            .as_deref(),
+        Some("fd00::10")
+    );
+}
+
+#[test]
 fn teardown_is_due_after_the_last_group_or_a_hard_stop_and_only_once() {
     let s0 = state_of(vec![provisioned()]);
     let up_seen = seen(&s0, CentralAction::Launched, &host("i-0c"));

@@ -97,3 +97,16 @@ impl CentralInstance {
         d
     }
 }
+
+/// The address every sandbox is given for the daemon (the frozen
+/// `daemon_host` its TrialConfig renders) when it is an IP address a
+/// sandbox can reach another host at: not loopback, not unspecified.
+/// `method::central` requires the central host to hold it as its private
+/// address (GATE-3); a provisioned host is launched with it. A DNS name, or the loopback
+/// topology of a test lineage whose sandboxes run beside the daemon, is
+/// not checked here.
+pub fn sandbox_address(daemon_host: &str) -> Option<std::net::IpAddr> {
+    let host = daemon_host.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = host.parse().ok()?;
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}

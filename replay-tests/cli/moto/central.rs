@@ -34,6 +34,15 @@ fn default_network() -> (String, String) {
     )
 }
 
+/// Address `k` of that subnet (its CIDR's first three octets, then `k`):
+/// each test's central host its own, the one its lineage gives sandboxes.
+fn address(k: u8) -> String {
+    let subnets = ec2("Action=DescribeSubnets&Filter.1.Name=default-for-az&Filter.1.Value.1=true");
+    let cidr = xml_all(&subnets, "cidrBlock").remove(0);
+    let prefix: Vec<&str> = cidr.split('.').take(3).collect();
+    format!("{}.{k}", prefix.join("."))
+}
+
 /// Instances a test made or caused, terminated when it ends.
 struct Hosts(std::cell::RefCell<Vec<String>>);
 
@@ -42,10 +51,12 @@ impl Hosts {
         Hosts(std::cell::RefCell::new(Vec::new()))
     }
 
-    /// One instance with these tags, as a host the operator made.
-    fn make(&self, ami: &str, instance_type: &str, tags: &[(&str, &str)]) -> String {
+    /// One instance with these tags at this private address in the
+    /// default subnet, as a host the operator made.
+    fn make(&self, ami: &str, instance_type: &str, tags: &[(&str, &str)], at: &str) -> String {
+        let (subnet, _) = default_network();
         let mut q = format!(
-            "Action=RunInstances&ImageId={ami}&InstanceType={instance_type}&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance"
+            "Action=RunInstances&ImageId={ami}&InstanceType={instance_type}&MinCount=1&MaxCount=1&SubnetId={subnet}&PrivateIpAddress={at}&TagSpecification.1.ResourceType=instance"
         );
         for (i, (k, v)) in tags.iter().enumerate() {
             q.push_str(&format!(
@@ -88,16 +99,17 @@ fn state_of(id: &str) -> String {
 }
 
 /// A test manifest whose run tag is `run` (no other test's audit sees its
-/// hosts) and that freezes `[central.launch]` in moto's default network.
-fn provision_manifest(run: &str) -> impl Fn(&str) -> String {
+/// hosts) and that freezes `[central.launch]` in moto's default network,
+/// the daemon at `at` (the address sandboxes are given).
+fn provision_manifest(run: &str, at: &str) -> impl Fn(&str) -> String {
     let (subnet, sg) = default_network();
-    let run = run.to_string();
+    let (run, at) = (run.to_string(), at.to_string());
     move |m: &str| {
         let m = replace_line(m, "run_value", &format!("run_value = \"{run}\""));
         replace_line(
             &m,
             "daemon_host",
-            &format!("daemon_host = \"10.20.0.10\"\n\n[central.launch]\nsubnet_id = \"{subnet}\"\nsecurity_group_ids = [\"{sg}\"]\nready_timeout_sec = 60"),
+            &format!("daemon_host = \"{at}\"\n\n[central.launch]\nsubnet_id = \"{subnet}\"\nsecurity_group_ids = [\"{sg}\"]\nready_timeout_sec = 60"),
         )
     }
 }
@@ -119,7 +131,8 @@ fn moto_central_is_launched_once_counted_until_it_exists_and_torn_down_to_zero()
     let _moto = shared();
     let hosts = Hosts::new();
     let run = "central-provision-1";
-    let (h, _, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &provision_manifest(run));
+    let at = address(21);
+    let (h, _, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &provision_manifest(run, &at));
     // GATE-2: before the host exists its 4 vCPUs are in the need.
     let before = json_of(&aws(&h, &["quota", "check", "--private", &p, "--json"]));
     let up = aws(&h, &["central", "up", "--private", &p, "--json"]);
@@ -141,10 +154,12 @@ fn moto_central_is_launched_once_counted_until_it_exists_and_torn_down_to_zero()
         "FREEZE-8: the frozen role tag"
     );
     assert_eq!(obs["details"]["run_tag"], run, "CLEAN-1: the run tag");
-    assert!(
-        obs["details"]["private_ip"].is_string() && obs["details"]["launch_time"].is_string(),
-        "{obs}"
+    assert_eq!(
+        obs["details"]["private_ip"],
+        at.as_str(),
+        "GATE-3: launched at the address every sandbox is given"
     );
+    assert!(obs["details"]["launch_time"].is_string(), "{obs}");
     assert_eq!(
         tagged(run),
         vec![id.clone()],
@@ -207,13 +222,15 @@ fn moto_a_launch_lost_to_a_killed_run_is_adopted_never_launched_twice() {
     let _moto = shared();
     let hosts = Hosts::new();
     let run = "central-adopt-1";
-    let (h, url, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &provision_manifest(run));
+    let at = address(22);
+    let (h, url, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &provision_manifest(run, &at));
     // What a `run` killed after RunInstances and before its observation
     // leaves: a host with the run and central role tags, nothing recorded.
     let lost = hosts.make(
         CENTRAL_AMI,
         CENTRAL_TYPE,
         &[(RUN_KEY, run), (ROLE_KEY, CENTRAL_ROLE)],
+        &at,
     );
     assert!(central_checks(&h, "central_host").is_empty());
     let r = aws_run(&h, &url, &p);
@@ -245,7 +262,7 @@ fn moto_a_provisioned_host_lost_mid_lineage_stops_it_and_is_still_torn_down() {
     // wave (FREEZE-8 before every wave).
     // Each case ends once the test releases it (`go`), under a launch
     // timeout past that wait.
-    let provision = provision_manifest(run);
+    let provision = provision_manifest(run, &address(23));
     let timeout = format!("timeout_sec = {AWAITED_LAUNCH_TIMEOUT_SEC}");
     let (h, url, p) = on_moto_edited(2, 1, MOTO_PRINCIPAL, &|m| {
         replace_line(&provision(m), "timeout_sec = 4", &timeout)
@@ -295,18 +312,22 @@ fn moto_a_provisioned_host_lost_mid_lineage_stops_it_and_is_still_torn_down() {
     assert!(tagged(run).is_empty());
 }
 
-/// A reused host made in moto with one thing wrong (or nothing), and the
-/// lineage that freezes the right values and that host's id.
+/// A reused host made in moto with one thing wrong (or nothing) at
+/// address `(host, frozen)`'s first, and the lineage that freezes the
+/// right values, that host's id and the second as the daemon's address.
 fn reused(
     hosts: &Hosts,
     ami: &str,
     instance_type: &str,
     role: &str,
+    (at, frozen_at): (u8, u8),
 ) -> (Harness, String, String, String) {
-    let id = hosts.make(ami, instance_type, &[(ROLE_KEY, role)]);
+    let id = hosts.make(ami, instance_type, &[(ROLE_KEY, role)], &address(at));
     let frozen_id = id.clone();
+    let daemon = address(frozen_at);
     let (h, url, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &move |m: &str| {
         let m = replace_line(m, "run_value", "run_value = \"central-reuse\"");
+        let m = replace_line(&m, "daemon_host", &format!("daemon_host = \"{daemon}\""));
         replace_line(
             &m,
             "mode = \"provision\"",
@@ -321,7 +342,8 @@ fn reused(
 fn moto_a_reused_host_that_differs_from_the_frozen_one_stops_the_lineage_before_any_case() {
     let _moto = shared();
     let hosts = Hosts::new();
-    let cases: [(&str, &str, &str, bool, &str); 4] = [
+    // The fifth: the right host, but sandboxes are given another address.
+    let cases: [(&str, &str, &str, bool, &str); 5] = [
         (CENTRAL_AMI, CENTRAL_TYPE, "sandbox", false, "role tag"),
         (
             "ami-0000000000000000b",
@@ -338,9 +360,17 @@ fn moto_a_reused_host_that_differs_from_the_frozen_one_stops_the_lineage_before_
             "instance type",
         ),
         (CENTRAL_AMI, CENTRAL_TYPE, CENTRAL_ROLE, true, "state"),
+        (
+            CENTRAL_AMI,
+            CENTRAL_TYPE,
+            CENTRAL_ROLE,
+            false,
+            "private address",
+        ),
     ];
-    for (ami, instance_type, role, stop, what) in cases {
-        let (h, url, p, id) = reused(&hosts, ami, instance_type, role);
+    for (k, (ami, instance_type, role, stop, what)) in (31u8..).zip(cases) {
+        let frozen_at = if what == "private address" { k + 10 } else { k };
+        let (h, url, p, id) = reused(&hosts, ami, instance_type, role, (k, frozen_at));
         if stop {
             ec2(&format!("Action=StopInstances&InstanceId.1={id}"));
         }
@@ -363,7 +393,7 @@ fn moto_a_reused_host_that_differs_from_the_frozen_one_stops_the_lineage_before_
         assert_eq!(state_of(&id), if stop { "stopped" } else { "running" });
     }
     // The same check holds for the frozen host itself: the canary runs.
-    let (h, url, p, id) = reused(&hosts, CENTRAL_AMI, CENTRAL_TYPE, CENTRAL_ROLE);
+    let (h, url, p, id) = reused(&hosts, CENTRAL_AMI, CENTRAL_TYPE, CENTRAL_ROLE, (37, 37));
     let r = aws_run(&h, &url, &p);
     assert_eq!(r.code, 0, "FREEZE-8: the frozen host passes: {}", r.stderr);
     assert_eq!(

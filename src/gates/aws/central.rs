@@ -108,6 +108,10 @@ impl Session {
                     .image_id(&m.central.ami)
                     .instance_type(InstanceType::from(m.central.instance_type.as_str()))
                     .subnet_id(&launch.subnet_id)
+                    .set_private_ip_address(
+                        crate::schema::central::sandbox_address(&m.central.daemon_host)
+                            .map(|a| a.to_string()),
+                    )
                     .set_security_group_ids(Some(launch.security_group_ids.clone()))
                     .min_count(1)
                     .max_count(1)

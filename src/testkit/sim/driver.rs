@@ -653,6 +653,8 @@ impl Sim {
                         (m.tags.run_key.clone(), m.tags.run_value.clone()),
                         (m.tags.role_key.clone(), c.role_tag_value.clone()),
                     ]),
+                    // Launched at the address the sandboxes are given.
+                    private_ip: Some(c.daemon_host.clone()),
                     ..Default::default()
                 };
                 let seen = if aws_error {
