@@ -17,6 +17,12 @@ Usage (run with the venv made by tools/moto/setup.sh):
       GET  /_benchledger/quotas                              -> all overridden quotas
       PUT  /_benchledger/quotas/ec2/L-1216C47A  {"value": 8} -> set (any service/quota code)
       GET  /_benchledger/health                              -> {"ok": true}
+      PUT  /_benchledger/holds/RunInstances {"match": "TEXT", "ms": N}
+           -> hold moto's answer to every EC2 Query call of that action whose
+              body contains TEXT for N ms after moto handled it (the
+              instance exists, its launcher still waits: a test kills the
+              launcher in that window); {"ms": 0} removes the hold
+      GET  /_benchledger/holds                               -> all holds
   These paths are answered before moto sees the request. They survive
   moto's own reset (POST /moto-api/reset), which clears all other state.
 * The account is moto's: set MOTO_ACCOUNT_ID in this process's environment
@@ -26,11 +32,14 @@ Usage (run with the venv made by tools/moto/setup.sh):
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
 import sys
 import threading
+import time
+import urllib.parse
 from typing import Any, Callable, Iterable
 
 LOOPBACK = "127.0.0.1"
@@ -41,6 +50,11 @@ _QUOTAS: dict[tuple[str, str], dict[str, Any]] = {}
 _LOCK = threading.Lock()
 
 _SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)"}
+
+# (EC2 Query action, text its body must contain) -> ms to hold the answer.
+_HOLDS: dict[tuple[str, str], int] = {}
+# The longest hold a test may set, in ms.
+HOLD_MS_MAX = 120_000
 
 
 def set_quota(service_code: str, quota_code: str, value: float) -> dict[str, Any]:
@@ -122,12 +136,52 @@ def control_middleware(app: Callable) -> Callable:
         start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
         return [data]
 
+    def held(environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
+        """moto's answer, held first when a hold matches the request."""
+        with _LOCK:
+            holds = dict(_HOLDS)
+        if not holds or environ.get("REQUEST_METHOD") != "POST":
+            return app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(body)
+        text = body.decode("utf-8", "replace")
+        action = urllib.parse.parse_qs(text).get("Action", [""])[0]
+        ms = max((ms for (a, match), ms in holds.items() if a == action and match in text), default=0)
+        answer = list(app(environ, start_response))
+        time.sleep(ms / 1000)
+        return answer
+
+    def set_hold(environ: dict[str, Any], action: str) -> dict[str, Any]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        req = json.loads(environ["wsgi.input"].read(length) or b"{}")
+        match, ms = str(req["match"]), int(req["ms"])
+        if not match or not 0 <= ms <= HOLD_MS_MAX:
+            raise ValueError(f"match must be non-empty and ms in 0..={HOLD_MS_MAX}")
+        with _LOCK:
+            if ms == 0:
+                _HOLDS.pop((action, match), None)
+            else:
+                _HOLDS[(action, match)] = ms
+        return {"action": action, "match": match, "ms": ms}
+
     def wrapped(environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if not path.startswith(prefix):
-            return app(environ, start_response)
+            return held(environ, start_response)
         method = environ.get("REQUEST_METHOD", "GET")
         parts = path[len(prefix):].strip("/").split("/")
+        if parts == ["holds"] and method == "GET":
+            with _LOCK:
+                return reply(start_response, "200 OK", [
+                    {"action": a, "match": m, "ms": ms} for (a, m), ms in sorted(_HOLDS.items())
+                ])
+        if len(parts) == 2 and parts[0] == "holds" and method in ("PUT", "POST"):
+            try:
+                return reply(start_response, "200 OK", set_hold(environ, parts[1]))
+            except (ValueError, KeyError, TypeError) as exc:
+                return reply(start_response, "400 Bad Request",
+                             {"error": f"expected {{\"match\": TEXT, \"ms\": N}}: {exc}"})
         if parts == ["health"]:
             return reply(start_response, "200 OK", {"ok": True})
         if parts == ["quotas"] and method == "GET":

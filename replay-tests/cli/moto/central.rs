@@ -252,6 +252,74 @@ fn moto_a_launch_lost_to_a_killed_run_is_adopted_never_launched_twice() {
     assert_eq!(sealed_status(&h), "accepted");
 }
 
+/// moto holds its answer to the RunInstances calls carrying `run` (the
+/// instance exists, the launcher still waits) for the life of the guard.
+struct HeldLaunches(String);
+
+impl HeldLaunches {
+    fn hold(run: &str) -> HeldLaunches {
+        let body = json!({ "match": run, "ms": 20_000 }).to_string();
+        moto_http("PUT", "/_benchledger/holds/RunInstances", &[], &body);
+        HeldLaunches(run.to_string())
+    }
+}
+
+impl Drop for HeldLaunches {
+    fn drop(&mut self) {
+        let body = json!({ "match": self.0, "ms": 0 }).to_string();
+        moto_http("PUT", "/_benchledger/holds/RunInstances", &[], &body);
+    }
+}
+
+#[test]
+#[ignore = "needs the moto server: tools/moto/test-aws.sh"]
+fn moto_a_run_killed_between_launch_and_its_observation_is_adopted_on_rerun() {
+    let _moto = shared();
+    let hosts = Hosts::new();
+    let run = "central-kill-1";
+    let at = address(24);
+    let (h, url, p) = on_moto_edited(1, 1, MOTO_PRINCIPAL, &provision_manifest(run, &at));
+    let held = HeldLaunches::hold(run);
+    let mut child = run_cmd(&h, &url, &["--private", &p])
+        .env("HOME", h.path(""))
+        .env_remove("AWS_CONFIG_FILE")
+        .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // EC2 launched the host; `run` still waits for RunInstances' answer.
+    await_until("the launched central host", || tagged(run).len() == 1);
+    let launched = tagged(run);
+    hosts.adopt(&launched);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(held);
+    assert!(
+        central_checks(&h, "central_host").is_empty(),
+        "FREEZE-8: killed before its observation was recorded"
+    );
+    let r = aws_run(&h, &url, &p);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let checks = central_checks(&h, "central_host");
+    assert_eq!(
+        checks[0]["payload"]["details"]["action"], "adopted",
+        "FREEZE-8: the rerun adopts the launched host: {checks:?}"
+    );
+    assert_eq!(checks[0]["payload"]["target"], launched[0].as_str());
+    assert_eq!(
+        checks[0]["payload"]["details"]["private_ip"],
+        at.as_str(),
+        "GATE-3: at the sandboxes' daemon address"
+    );
+    assert_eq!(
+        tagged(run),
+        launched,
+        "FREEZE-8: the rerun never launched a second host"
+    );
+    assert_eq!(sealed_status(&h), "accepted");
+}
+
 #[test]
 #[ignore = "needs the moto server: tools/moto/test-aws.sh"]
 fn moto_a_provisioned_host_lost_mid_lineage_stops_it_and_is_still_torn_down() {
