@@ -2,7 +2,7 @@
 //! `replay-tests/ledgers/report-001.jsonl` (88 tasks x 1 trial, a mechanism
 //! iteration, one task excluded before the run) imports, replays and
 //! reports every figure 001 published, checked against
-//! `replay-tests/scenarios/report-001.expect.toml`, which was written by
+//! `replay-tests/scenarios/report-001.published.toml`, which was written by
 //! hand from 001's text: money to the cent, percentages to two places,
 //! counts exactly. A figure 001 derived (a share, a difference) is derived
 //! here from the report's own numbers with the report's rounding.
@@ -17,7 +17,7 @@ use super::{read, root};
 const LEDGER: &str = "report-001";
 
 fn expected() -> toml::Value {
-    let path = root().join("replay-tests/scenarios/report-001.expect.toml");
+    let path = root().join("replay-tests/scenarios/report-001.published.toml");
     toml::from_str(&read(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -22,3 +22,6 @@ pub mod schema;
 pub mod testkit;
 
 pub use error::{Error, ExitClass, Result};
+/// Expectations as data: check a recorded ledger against a hand-written
+/// file (`benchledger expect`).
+pub use method::expect;

@@ -16,6 +16,12 @@ fn main() -> anyhow::Result<()> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        // `NAME.expect.toml` (what it must project to) and
+        // `NAME.published.toml` beside a scenario are not scenarios.
+        .filter(|p| {
+            p.file_stem()
+                .is_some_and(|s| !s.to_string_lossy().contains('.'))
+        })
         .collect();
     names.sort();
     for path in names {

@@ -29,6 +29,8 @@ cargo clippy --no-default-features --features testkit --example sim -- -D warnin
 
 section "cargo test: the core without the AWS SDK (unit, CLI, replay; the replay target runs the driver's simulator on 500 fixed seeds)"
 cargo test --no-default-features --all-targets
+# --all-targets leaves out the doctests (benchledger::expect's example).
+cargo test --no-default-features --doc
 
 section "the bench package: a smoke run of every section at a tiny scale"
 cargo test -p benchledger-bench --benches

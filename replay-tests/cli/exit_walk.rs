@@ -61,7 +61,9 @@ impl Way {
 /// manifest pair), `{ev}` (an evidence file), `{note}` (a signed checkpoint
 /// of this ledger), `{vkey}` (alice's verifier key), `{fix}` (the
 /// BitRouter fixtures), `{secret}` (a credential shape), `{empty}` (an
-/// empty directory), `{man}` (a directory for man pages), `{h64}` (64 hex
+/// empty directory), `{man}` (a directory for man pages), `{ledger}` (the
+/// ledger), `{expect}`, `{wrong}` (expectation files it meets and does not
+/// meet), `{h64}` (64 hex
 /// digits). `Environment` lines run with
 /// the writer lock held by this test and `--lock-timeout 0`.
 /// One path down a verb: the way and the command line.
@@ -764,6 +766,17 @@ const WALK: &[(&str, &[Step])] = &[
             (Environment, &["run", "r2", "--plan"]),
         ],
     ),
+    (
+        "expect",
+        &[
+            (Holds, &["expect", "{ledger}", "{expect}"]),
+            (DoesNotHold, &["expect", "{ledger}", "{wrong}"]),
+            (MissingFile, &["expect", "{ledger}", "{missing}"]),
+            (Usage, &["expect", "{ledger}", "{ev}"]),
+            (Usage, &["expect", "{ledger}"]),
+            (Environment, &["expect", "{ledger}", "{expect}"]),
+        ],
+    ),
     // Neither reads the ledger: a held writer lock does not stop them.
     (
         "completions",
@@ -836,6 +849,10 @@ impl World {
         std::fs::write(&ev, "HTTP/1.1 403 Forbidden\n").unwrap();
         let empty = h.path("empty");
         std::fs::create_dir_all(&empty).unwrap();
+        let expect = h.path("expect.toml");
+        std::fs::write(&expect, "[groups.control]\nstatus = \"accepted\"\n").unwrap();
+        let wrong = h.path("wrong.toml");
+        std::fs::write(&wrong, "[groups.control]\nstatus = \"rejected_join\"\n").unwrap();
         let vkey = benchledger::testkit::examples::signer("alice")
             .verifier()
             .encode();
@@ -850,6 +867,9 @@ impl World {
             ("{vkey}", vkey),
             ("{empty}", empty.display().to_string()),
             ("{man}", h.path("man").display().to_string()),
+            ("{ledger}", h.ledger().display().to_string()),
+            ("{expect}", expect.display().to_string()),
+            ("{wrong}", wrong.display().to_string()),
             (
                 "{fix}",
                 concat!(

@@ -33,6 +33,8 @@ mod driver;
 #[cfg(not(feature = "aws"))]
 #[path = "exit_walk.rs"]
 mod exit_walk;
+#[path = "expect.rs"]
+mod expect;
 #[path = "fail_closed.rs"]
 mod fail_closed;
 #[path = "harbor_trees.rs"]

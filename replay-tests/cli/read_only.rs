@@ -96,6 +96,17 @@ impl World {
             "checkpoint sign",
         );
         std::fs::create_dir_all(w.root.join("in/jobs")).unwrap();
+        // What `expect` checks the ledger against: one holds, one does not.
+        std::fs::write(
+            w.root.join("in/expect.toml"),
+            "[groups.control]\nstatus = \"accepted\"\npassed = \"10/13\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            w.root.join("in/wrong.toml"),
+            "[groups.control]\npassed = \"13/13\"\n",
+        )
+        .unwrap();
         chmod("a+rX", &w.root);
         w
     }
@@ -294,6 +305,13 @@ const READS: &[(&str, &[&[&str]])] = &[
         ],
     ),
     (
+        "expect",
+        &[
+            &["expect", "{ledger}", "{in}/expect.toml"],
+            &["expect", "{ledger}", "{in}/wrong.toml", "--json"],
+        ],
+    ),
+    (
         "gate",
         &[
             &["gate", "control"],
@@ -385,7 +403,7 @@ const APPENDS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// `args` with `{in}`, `{fix}`, `{vkey}` and `{h64}` filled in.
+/// `args` with `{in}`, `{ledger}`, `{fix}`, `{vkey}` and `{h64}` filled in.
 fn filled(w: &World, args: &[&str]) -> Vec<String> {
     let vkey = benchledger::testkit::examples::signer("alice")
         .verifier()
@@ -393,6 +411,7 @@ fn filled(w: &World, args: &[&str]) -> Vec<String> {
     args.iter()
         .map(|a| {
             a.replace("{in}", &w.path("in"))
+                .replace("{ledger}", &w.ledger().display().to_string())
                 .replace(
                     "{fix}",
                     concat!(

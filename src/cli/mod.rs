@@ -13,6 +13,7 @@ mod cleanup;
 mod common;
 mod control;
 mod docs;
+mod expect;
 mod export;
 mod feedback;
 mod gate;
@@ -226,6 +227,10 @@ pub enum Command {
     /// Drive a group through its gates, launches, evidence, cleanup and
     /// seal (`run GROUP [LINEAGE]`; `--plan` changes nothing); resumable.
     Run(run::RunArgs),
+    /// Check a recorded ledger (a directory or an export) against a
+    /// hand-written expectation file; each difference as `expected ... /
+    /// got ...`, exit 1 on any.
+    Expect(expect::ExpectArgs),
     /// Print shell completions for every verb and option, generated from
     /// this CLI (`completions bash > /etc/bash_completion.d/benchledger`).
     Completions(docs::CompletionsArgs),
@@ -366,6 +371,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lineage(c) => lineage::run_lineage(cli, c, wait),
         Command::Report(a) => report::run_report(cli, a, wait),
         Command::Run(a) => run::run_run(cli, a, wait),
+        Command::Expect(a) => expect::run_expect(a, wait),
         Command::Completions(a) => docs::run_completions(a),
         Command::Man(a) => docs::run_man(a),
     }

@@ -162,6 +162,18 @@ fn read_bounded_line(
     Ok(Some(()))
 }
 
+/// Imports an export file (canonical JSONL ending with its trailer) into
+/// the new ledger directory `dir`, every line verified, and opens it: what
+/// `import --jsonl FILE` does, for a library caller (`benchledger::expect`
+/// on a recorded export).
+pub fn import_file(export: &Path, dir: &Path, lock_wait: Duration) -> Result<Ledger> {
+    let (file, _) = crate::error::open_regular(export, crate::limits::IMPORT_FILE_BYTES_MAX)?;
+    let mut input = std::io::BufReader::new(file);
+    let source = export.display().to_string();
+    import_jsonl(&mut input, &source, dir, lock_wait, TrailerRule::Required)?;
+    Ledger::open(dir, lock_wait)
+}
+
 /// Rebuilds a ledger from an export into `dir`, which must not exist or be
 /// an empty directory. The ledger is built beside `dir` and renamed into
 /// place only after every line verified, so a refused import leaves nothing.

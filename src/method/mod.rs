@@ -12,6 +12,7 @@ pub mod binding;
 pub mod central;
 pub mod checkpointed;
 pub mod decide;
+pub mod expect;
 pub mod freeze;
 pub mod lineage;
 pub mod observations;
