@@ -163,12 +163,24 @@ fn version_names_the_features_and_a_missing_one_says_so_in_help_and_exits_4() {
         features.join(", ")
     };
     let v = h.ok(&["--version"]);
+    let commit = env!("BENCHLEDGER_COMMIT");
     assert_eq!(
         v.stdout.trim(),
         format!(
-            "benchledger {} (features: {listed})",
+            "benchledger {} (commit {commit}, features: {listed})",
             env!("CARGO_PKG_VERSION")
         )
+    );
+    // The commit of this checkout (the tests run in one), as git names it.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert!(
+        head.len() == 12 && commit.trim_end_matches("+dirty") == head,
+        "--version names the commit built: {commit} vs HEAD {head}"
     );
     let help = h.ok(&["export", "--help"]).stdout;
     h.init();

@@ -74,8 +74,10 @@ pub fn build_features() -> Vec<&'static str> {
     .collect()
 }
 
-/// `--version`: the version and the cargo features compiled in (a verb a
-/// build lacks exits 4 and names its feature).
+/// `--version`: the version, the source commit (`tools/build.rs`: `+dirty` for
+/// uncommitted changes, `unknown` outside a checkout) and the cargo
+/// features compiled in (a verb a build lacks exits 4 and names its
+/// feature).
 fn version_text() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
@@ -84,7 +86,11 @@ fn version_text() -> &'static str {
             true => "none".to_string(),
             false => features.join(", "),
         };
-        format!("{} (features: {features})", env!("CARGO_PKG_VERSION"))
+        format!(
+            "{} (commit {}, features: {features})",
+            env!("CARGO_PKG_VERSION"),
+            env!("BENCHLEDGER_COMMIT")
+        )
     })
 }
 
