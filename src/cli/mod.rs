@@ -38,6 +38,7 @@ mod run_state;
 mod tiles;
 mod tlog;
 mod trust;
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

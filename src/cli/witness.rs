@@ -1,0 +1,286 @@
+//! `checkpoint witness [LINEAGE]` (TRUST-6): the latest signed checkpoint
+//! the log records sent to each frozen witness with the C2SP tlog-witness
+//! `add-checkpoint` call; each answer judged by `method::witness` and
+//! recorded, a cosignature as `checkpoint_cosigned.v1`, anything else as
+//! `checkpoint_witness_failed.v1`. This file does the HTTP and the appends.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::common::*;
+use crate::cli::out::outln;
+use crate::cli::Cli;
+use crate::error::Error;
+use crate::gates::http::{exchange, parse_http_url, Method};
+use crate::limits::WITNESS_EXCHANGE_MS_MAX;
+use crate::log::ledger::Ledger;
+use crate::log::tlog::merkle::Hash;
+use crate::log::tlog::{prove_consistency, Checkpoint};
+use crate::log::tree::{self, Derived, RecordedCheckpoint};
+use crate::method::witness::{self as w, Answer};
+use crate::schema::events::{CheckpointCosigned, CheckpointWitnessFailed, Event};
+use crate::schema::manifest::Witness;
+use crate::schema::time::now_utc_ns;
+
+/// Arguments of `checkpoint witness`.
+#[derive(Debug, Args)]
+pub struct CheckpointWitnessArgs {
+    /// The lineage whose frozen `[witnessing]` names the witnesses
+    /// (default: the only lineage).
+    pub lineage: Option<String>,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One witness's outcome.
+struct Outcome {
+    witness: Witness,
+    old: u64,
+    answer: Answer,
+}
+
+/// `checkpoint witness`: exit 0 when at least k witnesses cosigned the
+/// checkpoint, 1 when fewer did (their failures recorded, never counted).
+pub(crate) fn run_witness(
+    cli: &Cli,
+    a: &CheckpointWitnessArgs,
+    wait: Duration,
+) -> anyhow::Result<ExitCode> {
+    let ledger = Ledger::open(&cli.ledger, wait)?;
+    let state = decide_state(&ledger)?;
+    let l = state.lineage(a.lineage.as_deref())?;
+    let lineage = l.frozen.lineage.clone();
+    let Some(witnessing) = l.witnessing.clone() else {
+        return Err(BadUsage(format!(
+            "lineage {lineage} freezes no [witnessing] table: there are no witnesses to send a checkpoint to (TRUST-6)"
+        ))
+        .into());
+    };
+    let cosigned = l.cosigned.clone();
+    let lists = crate::cli::trust::operator_lists(&state);
+    drop(state);
+    let derived = tree::derive(&ledger)?;
+    let result = (|| {
+        let (seq, note, checkpoint) = latest_signed(&lists, &derived)?;
+        let outcomes: Vec<Outcome> = witnessing
+            .witnesses
+            .iter()
+            .map(|witness| {
+                let old = w::old_size(&cosigned, &witness.name, checkpoint.size());
+                let answer = send(witness, &derived, &note, &checkpoint, old);
+                Outcome {
+                    witness: witness.clone(),
+                    old,
+                    answer,
+                }
+            })
+            .collect();
+        Ok::<_, anyhow::Error>((seq, checkpoint, outcomes))
+    })();
+    derived.discard();
+    let (seq, checkpoint, outcomes) = result?;
+    let events = outcomes
+        .iter()
+        .map(|o| event(&lineage, &checkpoint, o))
+        .collect();
+    append_events(&ledger, &cli.actor, now_utc_ns(), events)?;
+    let n = outcomes
+        .iter()
+        .filter(|o| matches!(o.answer, Answer::Cosigned { .. }))
+        .count();
+    let quorum = witnessing.quorum as usize;
+    print(a, seq, &checkpoint, &outcomes, n, quorum)?;
+    if n < quorum {
+        eprintln!(
+            "benchledger: {n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum}): the seals it covers stay pending (TRUST-6)",
+            outcomes.len(),
+            checkpoint.size()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The latest checkpoint record with a signed note that holds (and whose
+/// signer a frozen manifest lists, TRUST-5): its seq, note and body.
+fn latest_signed(
+    lists: &crate::cli::trust::OperatorLists,
+    derived: &Derived,
+) -> anyhow::Result<(u64, String, Checkpoint)> {
+    let bad: Vec<u64> = derived
+        .problems
+        .iter()
+        .chain(&crate::cli::trust::unlisted_signers(lists, derived))
+        .map(|p| p.seq)
+        .collect();
+    let found: Option<&RecordedCheckpoint> = derived
+        .checkpoints
+        .iter()
+        .rev()
+        .find(|c| c.record.note.is_some() && !bad.contains(&c.seq));
+    let Some(c) = found else {
+        return Err(BadUsage(
+            "this ledger records no signed checkpoint to send (`checkpoint sign --key FILE`, `group seal --key FILE`)".into(),
+        )
+        .into());
+    };
+    let root: Hash = hex::decode(&c.record.root)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| Error::Damage(format!("seq {}: the root is not 64 hex digits", c.seq)))?;
+    let checkpoint = Checkpoint::new(&c.record.origin, c.record.tree_size, root)
+        .map_err(|e| Error::Damage(format!("seq {}: {e}", c.seq)))?;
+    let note = c.record.note.clone().unwrap_or_default();
+    Ok((c.seq, note, checkpoint))
+}
+
+/// Sends the checkpoint to one witness from `old`, once more from the
+/// witness's own size on a 409 that names a smaller one.
+fn send(
+    witness: &Witness,
+    derived: &Derived,
+    note: &str,
+    checkpoint: &Checkpoint,
+    mut old: u64,
+) -> Answer {
+    let down = |message: String| Answer::Failed {
+        status: None,
+        message,
+    };
+    let url = match parse_http_url(&w::endpoint(&witness.url)) {
+        Ok(url) => url,
+        Err(e) => return down(format!("the frozen url does not parse: {e}")),
+    };
+    for retried in [false, true] {
+        let proof = match prove_consistency(&derived.nodes, old, checkpoint.size()) {
+            Ok(p) => p,
+            Err(e) => return down(format!("no consistency proof from size {old}: {e}")),
+        };
+        let body = match w::add_checkpoint_body(old, &proof, note) {
+            Ok(b) => b,
+            Err(e) => return down(e),
+        };
+        let headers = [(
+            "content-type".to_string(),
+            "text/plain; charset=utf-8".to_string(),
+        )];
+        let timeout = Duration::from_millis(WITNESS_EXCHANGE_MS_MAX);
+        let r = match exchange(Method::Post, &url, &headers, body.as_bytes(), timeout) {
+            Ok(r) => r,
+            Err(f) => return down(format!("the witness did not answer: {}", f.error)),
+        };
+        let answer = w::judge(
+            witness,
+            checkpoint,
+            old,
+            retried,
+            r.status,
+            r.header("content-type"),
+            &r.body,
+        );
+        match answer {
+            Answer::Retry { old: theirs } => old = theirs,
+            done => return done,
+        }
+    }
+    down("the witness asked for a second retry".into())
+}
+
+fn event(lineage: &str, checkpoint: &Checkpoint, o: &Outcome) -> Event {
+    let root = hex::encode(checkpoint.root());
+    match &o.answer {
+        Answer::Cosigned { line, timestamp } => Event::CheckpointCosigned(CheckpointCosigned {
+            lineage: lineage.to_string(),
+            witness: o.witness.name.clone(),
+            tree_size: checkpoint.size(),
+            root,
+            signature: line.clone(),
+            cosigned_at: *timestamp,
+        }),
+        Answer::Failed { status, message } => {
+            Event::CheckpointWitnessFailed(CheckpointWitnessFailed {
+                lineage: lineage.to_string(),
+                witness: o.witness.name.clone(),
+                tree_size: checkpoint.size(),
+                root,
+                http_status: *status,
+                message: message.clone(),
+            })
+        }
+        Answer::Retry { old } => Event::CheckpointWitnessFailed(CheckpointWitnessFailed {
+            lineage: lineage.to_string(),
+            witness: o.witness.name.clone(),
+            tree_size: checkpoint.size(),
+            root,
+            http_status: Some(409),
+            message: format!("the witness asked again for size {old}"),
+        }),
+    }
+}
+
+fn print(
+    a: &CheckpointWitnessArgs,
+    seq: u64,
+    checkpoint: &Checkpoint,
+    outcomes: &[Outcome],
+    n: usize,
+    quorum: usize,
+) -> anyhow::Result<()> {
+    if a.json {
+        let rows: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|o| {
+                let (cosigned, status, message) = match &o.answer {
+                    Answer::Cosigned { .. } => (true, Some(200), None),
+                    Answer::Failed { status, message } => (false, *status, Some(message.clone())),
+                    Answer::Retry { .. } => (false, Some(409), None),
+                };
+                json!({
+                    "name": o.witness.name,
+                    "url": o.witness.url,
+                    "old_size": o.old,
+                    "cosigned": cosigned,
+                    "http_status": status,
+                    "message": message,
+                })
+            })
+            .collect();
+        return print_json(&json!({
+            "ok": n >= quorum,
+            "seq": seq,
+            "origin": checkpoint.origin(),
+            "tree_size": checkpoint.size(),
+            "root": hex::encode(checkpoint.root()),
+            "witnesses": rows,
+            "cosigned": n,
+            "quorum": quorum,
+        }));
+    }
+    for o in outcomes {
+        match &o.answer {
+            Answer::Cosigned { timestamp, .. } => outln!(
+                "{}: cosigned the checkpoint of size {} at {timestamp} (sent from size {})",
+                o.witness.name,
+                checkpoint.size(),
+                o.old
+            )?,
+            Answer::Failed { message, .. } => {
+                outln!("{}: not cosigned: {message}", o.witness.name)?
+            }
+            Answer::Retry { old } => outln!(
+                "{}: not cosigned: it asked again for size {old}",
+                o.witness.name
+            )?,
+        }
+    }
+    outln!(
+        "{n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum})",
+        outcomes.len(),
+        checkpoint.size()
+    )?;
+    Ok(())
+}
