@@ -174,3 +174,5 @@ pub const WITNESS_EXCHANGE_MS_MAX: u64 = 10_000;
 /// Most consistency proof lines an `add-checkpoint` request may carry
 /// (C2SP tlog-witness: a client must not send more than 63).
 pub const WITNESS_PROOF_LINES_MAX: usize = 63;
+/// Longest witness url a `[witnessing]` table may freeze, in bytes.
+pub const WITNESS_URL_BYTES_MAX: usize = 2048;

@@ -24,6 +24,41 @@ pub fn endpoint(url: &str) -> String {
     format!("{}/add-checkpoint", url.trim_end_matches('/'))
 }
 
+/// A witness url as a manifest may freeze it: `http://host[:port][/path]`
+/// (this client has no TLS), at most `WITNESS_URL_BYTES_MAX` bytes, no
+/// user info (never a credential in a url), query, fragment, space or
+/// control character. The CLI parses it again before each request.
+pub fn check_url(url: &str) -> Result<(), String> {
+    use crate::limits::WITNESS_URL_BYTES_MAX;
+    if url.len() > WITNESS_URL_BYTES_MAX {
+        return Err(format!(
+            "{} bytes, over the limit of {WITNESS_URL_BYTES_MAX}",
+            url.len()
+        ));
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(format!(
+            "{url:?} is not http://host[:port][/path] (https is not supported: this client has no TLS)"
+        ));
+    };
+    if url.bytes().any(|b| b <= b' ' || b == 0x7f) || rest.contains(['@', '?', '#']) {
+        return Err(
+            "a witness url has no space, control character, user info, query or fragment".into(),
+        );
+    }
+    let host = rest.split('/').next().unwrap_or_default();
+    let name = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    if name.is_empty() {
+        return Err(format!("{url:?} names no host"));
+    }
+    if let Some((_, port)) = host.rsplit_once(':') {
+        if !port.parse::<u16>().is_ok_and(|p| p > 0) {
+            return Err(format!("port {port:?} is not 1..=65535"));
+        }
+    }
+    Ok(())
+}
+
 /// The frozen key of `witness`, parsed (the freeze refused any other).
 pub fn witness_key(witness: &Witness) -> Option<VerifierKey> {
     VerifierKey::parse(&witness.key)

@@ -1,5 +1,6 @@
 use super::*;
 use crate::log::tlog::{cosign, SignerKey};
+use crate::schema::events::Event;
 
 const ORIGIN: &str = "benchledger/ledger/00112233445566778899aabbccddeeff";
 
@@ -189,5 +190,172 @@ fn a_seal_counts_once_k_frozen_witnesses_cosigned_a_covering_checkpoint() {
     assert!(
         !seal_witnessing(&ws, ORIGIN, &recorded, &stranger, 5).counts(),
         "TRUST-6: a key not in the frozen set is never counted"
+    );
+}
+
+/// The example manifest with `[signers].witnesses` listing `listed` and a
+/// `[witnessing]` table appended.
+fn freeze_with(
+    listed: &[String],
+    table: &str,
+) -> crate::error::Result<crate::method::freeze::Frozen> {
+    use crate::testkit::examples::{EXAMPLE_MANIFEST, EXAMPLE_PRIVATE};
+    let keys: Vec<String> = listed.iter().map(|k| format!("{k:?}")).collect();
+    let public = EXAMPLE_MANIFEST.replacen(
+        "witnesses = []",
+        &format!("witnesses = [{}]", keys.join(", ")),
+        1,
+    ) + table;
+    crate::method::freeze::freeze(&public, "m.toml", EXAMPLE_PRIVATE, "m.private.toml")
+}
+
+fn table(quorum: u32, rows: &[(&str, &str, &str)]) -> String {
+    let mut t = format!("\n[witnessing]\nquorum = {quorum}\n");
+    for (name, key, url) in rows {
+        t +=
+            &format!("\n[[witnessing.witnesses]]\nname = {name:?}\nkey = {key:?}\nurl = {url:?}\n");
+    }
+    t
+}
+
+fn input_error(r: crate::error::Result<crate::method::freeze::Frozen>) -> String {
+    match r {
+        Err(crate::error::Error::Input(m)) => m,
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_frozen_witness_set_is_a_v3_manifest_whose_hash_covers_it() {
+    let (a, b) = (
+        key("w.example/a").verifier().encode(),
+        key("w.example/b").verifier().encode(),
+    );
+    let listed = [a.clone(), b.clone()];
+    let rows = [
+        ("a", a.as_str(), "http://127.0.0.1:9001"),
+        ("b", b.as_str(), "http://127.0.0.1:9002/w"),
+    ];
+    let frozen = freeze_with(&listed, &table(2, &rows)).unwrap();
+    let w = frozen
+        .witnessing
+        .clone()
+        .expect("TRUST-6: the witness set is frozen");
+    assert_eq!((w.quorum, w.witnesses.len()), (2, 2));
+    assert_eq!(w.witnesses[1].url, "http://127.0.0.1:9002/w");
+    let plain = freeze_with(&listed, "").unwrap();
+    assert_ne!(
+        frozen.manifest_blake3, plain.manifest_blake3,
+        "TRUST-6: the manifest hash covers the witness set"
+    );
+    let Event::ManifestFrozenV3(v3) = frozen.into_event() else {
+        panic!("TRUST-6: a witness set is frozen in manifest_frozen.v3");
+    };
+    assert_eq!(v3.witnessing, Some(w));
+    assert!(matches!(plain.into_event(), Event::ManifestFrozenV2(_)));
+}
+
+#[test]
+fn a_witness_set_is_refused_naming_the_field() {
+    let (a, b) = (
+        key("w.example/a").verifier().encode(),
+        key("w.example/b").verifier().encode(),
+    );
+    let listed = [a.clone(), b.clone()];
+    let url = "http://127.0.0.1:9001";
+    let long_url = format!(
+        "http://w.example/{}",
+        "x".repeat(crate::limits::WITNESS_URL_BYTES_MAX)
+    );
+    let note = crate::testkit::examples::signer("carol")
+        .verifier()
+        .encode();
+    let too_many: Vec<(String, String)> = (0..=crate::limits::WITNESSES_MAX)
+        .map(|i| (format!("w{i}"), a.clone()))
+        .collect();
+    let too_many: Vec<(&str, &str, &str)> = too_many
+        .iter()
+        .map(|(n, k)| (n.as_str(), k.as_str(), url))
+        .collect();
+    for (t, field) in [
+        (table(0, &[("a", &a, url)]), "witnessing.quorum"),
+        (
+            table(3, &[("a", &a, url), ("b", &b, url)]),
+            "witnessing.quorum",
+        ),
+        (table(1, &[]), "witnessing.witnesses"),
+        (table(1, &too_many), "witnessing.witnesses"),
+        (
+            table(1, &[("a", &a, url), ("a", &b, url)]),
+            "witnessing.witnesses[1].name",
+        ),
+        (
+            table(1, &[("a b", &a, url)]),
+            "witnessing.witnesses[0].name",
+        ),
+        (
+            table(1, &[("a", "not a key", url)]),
+            "witnessing.witnesses[0].key",
+        ),
+        (
+            table(1, &[("a", &note, url)]),
+            "witnessing.witnesses[0].key",
+        ),
+        (
+            table(1, &[("c", &key("w.example/c").verifier().encode(), url)]),
+            "witnessing.witnesses[0].key",
+        ),
+        (
+            table(1, &[("a", &a, url), ("b", &a, url)]),
+            "witnessing.witnesses[1].key",
+        ),
+        (
+            table(1, &[("a", &a, "https://w.example")]),
+            "witnessing.witnesses[0].url",
+        ),
+        (
+            table(1, &[("a", &a, "w.example")]),
+            "witnessing.witnesses[0].url",
+        ),
+        (
+            table(1, &[("a", &a, "http://u:p@w.example")]),
+            "witnessing.witnesses[0].url",
+        ),
+        (
+            table(1, &[("a", &a, "http://:80")]),
+            "witnessing.witnesses[0].url",
+        ),
+        (
+            table(1, &[("a", &a, "http://w.example:0")]),
+            "witnessing.witnesses[0].url",
+        ),
+        (
+            table(1, &[("a", &a, &long_url)]),
+            "witnessing.witnesses[0].url",
+        ),
+    ] {
+        let msg = input_error(freeze_with(&listed, &t));
+        assert!(
+            msg.contains(&format!("field {field}:")),
+            "TRUST-6: {msg} names {field}"
+        );
+    }
+    // At the bounds: k = n = WITNESSES_MAX distinct listed keys, a url of
+    // WITNESS_URL_BYTES_MAX bytes.
+    let pad = crate::limits::WITNESS_URL_BYTES_MAX - "http://w.example/".len();
+    let url = &format!("http://w.example/{}", "x".repeat(pad));
+    let keys: Vec<String> = (0..crate::limits::WITNESSES_MAX)
+        .map(|i| key(&format!("w.example/{i}")).verifier().encode())
+        .collect();
+    let names: Vec<String> = (0..keys.len()).map(|i| format!("w{i}")).collect();
+    let rows: Vec<(&str, &str, &str)> = names
+        .iter()
+        .zip(&keys)
+        .map(|(n, k)| (n.as_str(), k.as_str(), url))
+        .collect();
+    let max = crate::limits::WITNESSES_MAX as u32;
+    assert!(
+        freeze_with(&keys, &table(max, &rows)).is_ok(),
+        "TRUST-6: k = n = WITNESSES_MAX"
     );
 }

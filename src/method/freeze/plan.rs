@@ -135,6 +135,7 @@ pub struct WitnessingToml {
     /// k: how many distinct witnesses must cosign a covering checkpoint.
     pub quorum: u32,
     /// `[[witnessing.witnesses]]`.
+    #[serde(default)]
     pub witnesses: Vec<WitnessToml>,
 }
 
@@ -217,7 +218,7 @@ pub fn witnessing(
                 "is the key of another witness; each witness has its own key",
             ));
         }
-        crate::gates::http::parse_http_url(&format!("{}/add-checkpoint", w.url))
+        crate::method::witness::check_url(&w.url)
             .map_err(|e| input_error(source, &field("url"), e))?;
         out.push(Witness {
             name: w.name,
