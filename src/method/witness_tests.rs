@@ -343,7 +343,8 @@ fn a_witness_set_is_refused_naming_the_field() {
     // At the bounds: k = n = WITNESSES_MAX distinct listed keys, a url of
     // WITNESS_URL_BYTES_MAX bytes.
     let pad = crate::limits::WITNESS_URL_BYTES_MAX - "http://w.example/".len();
-    let url = &format!("http://w.example/{}", "x".repeat(pad));
+    let url = format!("http://w.example/{}", "x".repeat(pad));
+    let url = url.as_str();
     let keys: Vec<String> = (0..crate::limits::WITNESSES_MAX)
         .map(|i| key(&format!("w.example/{i}")).verifier().encode())
         .collect();
