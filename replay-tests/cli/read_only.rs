@@ -361,6 +361,8 @@ const APPENDS: &[(&str, &[&str])] = &[
         "checkpoint sign",
         &["checkpoint", "sign", "--key", "{in}/alice.key"],
     ),
+    // the writer lock comes first, before its witnesses are looked up
+    ("checkpoint witness", &["checkpoint", "witness"]),
     ("lineage stop", &["lineage", "stop", "--reason", "audit"]),
     (
         "control reuse",
