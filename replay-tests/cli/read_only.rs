@@ -325,6 +325,10 @@ const READS: &[(&str, &[&[&str]])] = &[
         "checkpoint verify",
         &[&["checkpoint", "verify", "--vkey", "{vkey}", "{in}/cp2.note"]],
     ),
+    // the recorded lineage freezes no witnesses: refused (exit 2) on a
+    // read copy as on the ledger, before any witness is asked or anything
+    // appended (TRUST-6)
+    ("checkpoint witness", &[&["checkpoint", "witness"]]),
     (
         "prove inclusion",
         &[&["prove", "inclusion", "--checkpoint", "{in}/cp1.note", "7"]],
@@ -361,8 +365,6 @@ const APPENDS: &[(&str, &[&str])] = &[
         "checkpoint sign",
         &["checkpoint", "sign", "--key", "{in}/alice.key"],
     ),
-    // the writer lock comes first, before its witnesses are looked up
-    ("checkpoint witness", &["checkpoint", "witness"]),
     ("lineage stop", &["lineage", "stop", "--reason", "audit"]),
     (
         "control reuse",

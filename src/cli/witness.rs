@@ -18,7 +18,7 @@ use crate::gates::http::{exchange, parse_http_url, Method};
 use crate::limits::WITNESS_EXCHANGE_MS_MAX;
 use crate::log::ledger::Ledger;
 use crate::log::tlog::merkle::Hash;
-use crate::log::tlog::{prove_consistency, Checkpoint};
+use crate::log::tlog::{prove_consistency, tree_root, Checkpoint};
 use crate::log::tree::{self, Derived, RecordedCheckpoint};
 use crate::method::witness::{self as w, Answer};
 use crate::schema::events::{CheckpointCosigned, CheckpointWitnessFailed, Event};
@@ -43,14 +43,67 @@ struct Outcome {
     answer: Answer,
 }
 
+/// What `checkpoint witness` reads under the lock: the lineage, its
+/// frozen witnesses, the latest signed checkpoint (seq, note, body) and,
+/// per witness, the old size to send and the consistency proof from it.
+struct Gathered {
+    lineage: String,
+    witnessing: crate::schema::manifest::Witnessing,
+    seq: u64,
+    note: String,
+    checkpoint: Checkpoint,
+    first: Vec<(u64, Vec<Hash>)>,
+}
+
 /// `checkpoint witness`: exit 0 when at least k witnesses cosigned the
 /// checkpoint, 1 when fewer did (their failures recorded, never counted).
+/// The ledger is read under the lock, the witnesses are asked without it
+/// (each exchange bounded by `WITNESS_EXCHANGE_MS_MAX`), and the outcomes
+/// appended under it again.
 pub(crate) fn run_witness(
     cli: &Cli,
     a: &CheckpointWitnessArgs,
     wait: Duration,
 ) -> anyhow::Result<ExitCode> {
+    let g = gather(cli, a, wait)?;
+    let outcomes: Vec<Outcome> = g
+        .witnessing
+        .witnesses
+        .iter()
+        .zip(&g.first)
+        .map(|(witness, (old, proof))| Outcome {
+            witness: witness.clone(),
+            old: *old,
+            answer: send(cli, wait, witness, &g, *old, proof.clone()),
+        })
+        .collect();
+    let events = outcomes
+        .iter()
+        .map(|o| event(&g.lineage, &g.checkpoint, o))
+        .collect();
     let ledger = Ledger::open(&cli.ledger, wait)?;
+    append_events(&ledger, &cli.actor, now_utc_ns(), events)?;
+    drop(ledger);
+    let n = outcomes
+        .iter()
+        .filter(|o| matches!(o.answer, Answer::Cosigned { .. }))
+        .count();
+    let quorum = g.witnessing.quorum as usize;
+    print(a, g.seq, &g.checkpoint, &outcomes, n, quorum)?;
+    if n < quorum {
+        eprintln!(
+            "benchledger: {n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum}): the seals it covers stay pending (TRUST-6)",
+            outcomes.len(),
+            g.checkpoint.size()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads what the exchanges need, under the lock (released on return).
+fn gather(cli: &Cli, a: &CheckpointWitnessArgs, wait: Duration) -> anyhow::Result<Gathered> {
+    let ledger = open_reading(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
     let l = state.lineage(a.lineage.as_deref())?;
     let lineage = l.frozen.lineage.clone();
@@ -66,43 +119,48 @@ pub(crate) fn run_witness(
     let derived = tree::derive(&ledger)?;
     let result = (|| {
         let (seq, note, checkpoint) = latest_signed(&lists, &derived)?;
-        let outcomes: Vec<Outcome> = witnessing
-            .witnesses
-            .iter()
-            .map(|witness| {
-                let old = w::old_size(&cosigned, &witness.name, checkpoint.size());
-                let answer = send(witness, &derived, &note, &checkpoint, old);
-                Outcome {
-                    witness: witness.clone(),
-                    old,
-                    answer,
-                }
-            })
-            .collect();
-        Ok::<_, anyhow::Error>((seq, checkpoint, outcomes))
+        let mut first = Vec::new();
+        for witness in &witnessing.witnesses {
+            let old = w::old_size(&cosigned, &witness.name, checkpoint.size());
+            let proof = prove_consistency(&derived.nodes, old, checkpoint.size())
+                .map_err(|e| Error::input(e.to_string()))?;
+            first.push((old, proof));
+        }
+        Ok::<_, anyhow::Error>((seq, note, checkpoint, first))
     })();
     derived.discard();
-    let (seq, checkpoint, outcomes) = result?;
-    let events = outcomes
-        .iter()
-        .map(|o| event(&lineage, &checkpoint, o))
-        .collect();
-    append_events(&ledger, &cli.actor, now_utc_ns(), events)?;
-    let n = outcomes
-        .iter()
-        .filter(|o| matches!(o.answer, Answer::Cosigned { .. }))
-        .count();
-    let quorum = witnessing.quorum as usize;
-    print(a, seq, &checkpoint, &outcomes, n, quorum)?;
-    if n < quorum {
-        eprintln!(
-            "benchledger: {n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum}): the seals it covers stay pending (TRUST-6)",
-            outcomes.len(),
-            checkpoint.size()
-        );
-        return Ok(ExitCode::from(1));
+    let (seq, note, checkpoint, first) = result?;
+    Ok(Gathered {
+        lineage,
+        witnessing,
+        seq,
+        note,
+        checkpoint,
+        first,
+    })
+}
+
+/// The consistency proof from `old` to the checkpoint's size, read from
+/// the node cache under the lock (for a retry from a witness's size); the
+/// cache must give the checkpoint's root, else the tree is derived afresh
+/// from the verified log.
+fn proof_from(cli: &Cli, wait: Duration, old: u64, cp: &Checkpoint) -> Result<Vec<Hash>, String> {
+    let fail = |e: &dyn std::fmt::Display| format!("no consistency proof from size {old}: {e}");
+    let ledger = open_reading(&cli.ledger, wait).map_err(|e| fail(&e))?;
+    let nodes = tree::synced(&ledger).map_err(|e| fail(&e))?;
+    if tree_root(&nodes, cp.size()).ok().as_ref() == Some(cp.root()) {
+        return prove_consistency(&nodes, old, cp.size()).map_err(|e| fail(&e));
     }
-    Ok(ExitCode::SUCCESS)
+    drop(nodes);
+    let derived = tree::derive(&ledger).map_err(|e| fail(&e))?;
+    let proof = match tree_root(&derived.nodes, cp.size()) {
+        Ok(root) if root == *cp.root() => {
+            prove_consistency(&derived.nodes, old, cp.size()).map_err(|e| fail(&e))
+        }
+        _ => Err(fail(&"this ledger no longer has the checkpoint's root")),
+    };
+    derived.discard();
+    proof
 }
 
 /// The latest checkpoint record with a signed note that holds (and whose
@@ -138,14 +196,15 @@ fn latest_signed(
     Ok((c.seq, note, checkpoint))
 }
 
-/// Sends the checkpoint to one witness from `old`, once more from the
-/// witness's own size on a 409 that names a smaller one.
+/// Sends the checkpoint to one witness from `old` (with `proof`), once
+/// more from the witness's own size on a 409 that names a smaller one.
 fn send(
+    cli: &Cli,
+    wait: Duration,
     witness: &Witness,
-    derived: &Derived,
-    note: &str,
-    checkpoint: &Checkpoint,
+    g: &Gathered,
     mut old: u64,
+    mut proof: Vec<Hash>,
 ) -> Answer {
     let down = |message: String| Answer::Failed {
         status: None,
@@ -156,11 +215,7 @@ fn send(
         Err(e) => return down(format!("the frozen url does not parse: {e}")),
     };
     for retried in [false, true] {
-        let proof = match prove_consistency(&derived.nodes, old, checkpoint.size()) {
-            Ok(p) => p,
-            Err(e) => return down(format!("no consistency proof from size {old}: {e}")),
-        };
-        let body = match w::add_checkpoint_body(old, &proof, note) {
+        let body = match w::add_checkpoint_body(old, &proof, &g.note) {
             Ok(b) => b,
             Err(e) => return down(e),
         };
@@ -175,7 +230,7 @@ fn send(
         };
         let answer = w::judge(
             witness,
-            checkpoint,
+            &g.checkpoint,
             old,
             retried,
             r.status,
@@ -183,7 +238,13 @@ fn send(
             &r.body,
         );
         match answer {
-            Answer::Retry { old: theirs } => old = theirs,
+            Answer::Retry { old: theirs } => {
+                proof = match proof_from(cli, wait, theirs, &g.checkpoint) {
+                    Ok(p) => p,
+                    Err(e) => return down(e),
+                };
+                old = theirs;
+            }
             done => return done,
         }
     }
