@@ -362,3 +362,87 @@ fn the_test_witness_passes_its_check_against_the_specs_examples() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The run test manifest with witnesses `a` and `b` (on `ports`) listed in
+/// `[signers]` and frozen with quorum 2.
+#[cfg(not(feature = "aws"))]
+fn with_witnesses(manifest: &str, ports: [u16; 2]) -> String {
+    let keys: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| witness_key(n).verifier().encode())
+        .collect();
+    let listed = manifest.replacen(
+        "witnesses = []",
+        &format!("witnesses = [{:?}, {:?}]", keys[0], keys[1]),
+        1,
+    );
+    assert_ne!(listed, manifest, "the run manifest lists no witnesses");
+    let mut table = "\n[witnessing]\nquorum = 2\n".to_string();
+    for ((name, key), port) in ["a", "b"].iter().zip(&keys).zip(ports) {
+        table += &format!(
+            "\n[[witnessing.witnesses]]\nname = \"{name}\"\nkey = \"{key}\"\nurl = \"http://127.0.0.1:{port}\"\n"
+        );
+    }
+    listed + &table
+}
+
+#[test]
+#[cfg(not(feature = "aws"))]
+fn run_sends_the_seal_to_the_witnesses_and_a_missing_cosignature_leaves_it_pending() {
+    let ports = [free_port(), free_port()];
+    let (h, url) =
+        super::run::ready_edited(1, 1, super::PRIVATE, true, &|m| with_witnesses(m, ports));
+    let genesis: Value =
+        serde_json::from_str(h.ok(&["log", "--to", "0"]).stdout.lines().next().unwrap()).unwrap();
+    let origin =
+        benchledger::log::tree::origin_of(genesis["payload"]["ledger_id"].as_str().unwrap());
+    let log_vkey = benchledger::testkit::examples::signer("alice")
+        .verifier()
+        .encode();
+    let alice = h.example_key("alice");
+    let a = start_witness(&h, "a", ports[0], &origin, &log_vkey, &h.path("a.state"));
+    let r = super::run::run_once(&h, &url, &["--key", &alice]);
+    assert_eq!(r.code, 4, "the cleanup audit needs AWS: {}", r.stderr);
+    super::run::audit_clean(&h);
+    // b is down: the seal is made, a cosigns its checkpoint, b does not.
+    let r = super::run::run_once(&h, &url, &["--key", &alice]);
+    assert_eq!(
+        r.code, 1,
+        "TRUST-6: a seal without its quorum does not count: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "sealed accepted, but its seal is pending: 1 of 2 witnesses cosigned (quorum 2)"
+        ),
+        "TRUST-6: run says the seal is pending: {}",
+        r.stderr
+    );
+    let seal = super::run::records(&h, "group_sealed.v1");
+    assert_eq!(seal.len(), 1);
+    let cosigned = super::run::records(&h, "checkpoint_cosigned.v1");
+    assert_eq!(cosigned.len(), 1, "TRUST-6: run sent the seal's checkpoint");
+    assert!(
+        cosigned[0]["payload"]["tree_size"].as_u64() > seal[0]["seq"].as_u64(),
+        "TRUST-6: the cosigned checkpoint covers the seal"
+    );
+    let md = h.ok(&["report"]).stdout;
+    assert!(
+        md.contains("pending: 1 of 2 witnesses cosigned (quorum 2) (TRUST-6)"),
+        "{md}"
+    );
+    // b up: `checkpoint witness` completes the quorum.
+    let b = start_witness(&h, "b", ports[1], &origin, &log_vkey, &h.path("b.state"));
+    let r = h.ok(&["checkpoint", "witness"]);
+    assert!(
+        r.stdout.contains("2 of 2 witnesses cosigned"),
+        "TRUST-6: {}",
+        r.stdout
+    );
+    let md = h.ok(&["report"]).stdout;
+    assert!(
+        md.contains("witnessed by a, b (quorum 2) (TRUST-6)"),
+        "TRUST-6: the seal counts once both cosigned: {md}"
+    );
+    drop((a, b));
+}

@@ -55,17 +55,59 @@ struct Gathered {
     first: Vec<(u64, Vec<Hash>)>,
 }
 
-/// `checkpoint witness`: exit 0 when at least k witnesses cosigned the
-/// checkpoint, 1 when fewer did (their failures recorded, never counted).
-/// The ledger is read under the lock, the witnesses are asked without it
-/// (each exchange bounded by `WITNESS_EXCHANGE_MS_MAX`), and the outcomes
-/// appended under it again.
-pub(crate) fn run_witness(
+/// What one round of witnessing did: the checkpoint sent, each witness's
+/// outcome (all recorded), how many cosigned and the quorum.
+pub(crate) struct Witnessed {
+    seq: u64,
+    checkpoint: Checkpoint,
+    outcomes: Vec<Outcome>,
+    /// Witnesses that cosigned this checkpoint.
+    pub(crate) cosigned: usize,
+    /// k.
+    pub(crate) quorum: usize,
+}
+
+impl Witnessed {
+    /// One line per witness, then "n of m witnesses cosigned ...".
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let size = self.checkpoint.size();
+        let mut out: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|o| match &o.answer {
+                Answer::Cosigned { timestamp, .. } => format!(
+                    "{}: cosigned the checkpoint of size {size} at {timestamp} (sent from size {})",
+                    o.witness.name, o.old
+                ),
+                Answer::Failed { message, .. } => {
+                    format!("{}: not cosigned: {message}", o.witness.name)
+                }
+                Answer::Retry { old } => format!(
+                    "{}: not cosigned: it asked again for size {old}",
+                    o.witness.name
+                ),
+            })
+            .collect();
+        out.push(format!(
+            "{} of {} witnesses cosigned the checkpoint of size {size} (quorum {})",
+            self.cosigned,
+            self.outcomes.len(),
+            self.quorum
+        ));
+        out
+    }
+}
+
+/// Sends the latest signed checkpoint to every witness `lineage` freezes
+/// and appends each outcome (TRUST-6). The ledger is read under the lock,
+/// the witnesses are asked without it (each exchange bounded by
+/// `WITNESS_EXCHANGE_MS_MAX`), and the outcomes appended under it again.
+pub(crate) fn witness_lineage(
     cli: &Cli,
-    a: &CheckpointWitnessArgs,
     wait: Duration,
-) -> anyhow::Result<ExitCode> {
-    let g = gather(cli, a, wait)?;
+    lineage: Option<&str>,
+) -> anyhow::Result<Witnessed> {
+    let g = gather(cli, lineage, wait)?;
     let outcomes: Vec<Outcome> = g
         .witnessing
         .witnesses
@@ -84,17 +126,35 @@ pub(crate) fn run_witness(
     let ledger = Ledger::open(&cli.ledger, wait)?;
     append_events(&ledger, &cli.actor, now_utc_ns(), events)?;
     drop(ledger);
-    let n = outcomes
+    let cosigned = outcomes
         .iter()
         .filter(|o| matches!(o.answer, Answer::Cosigned { .. }))
         .count();
-    let quorum = g.witnessing.quorum as usize;
-    print(a, g.seq, &g.checkpoint, &outcomes, n, quorum)?;
-    if n < quorum {
+    Ok(Witnessed {
+        seq: g.seq,
+        checkpoint: g.checkpoint,
+        outcomes,
+        cosigned,
+        quorum: g.witnessing.quorum as usize,
+    })
+}
+
+/// `checkpoint witness`: exit 0 when at least k witnesses cosigned the
+/// checkpoint, 1 when fewer did (their failures recorded, never counted).
+pub(crate) fn run_witness(
+    cli: &Cli,
+    a: &CheckpointWitnessArgs,
+    wait: Duration,
+) -> anyhow::Result<ExitCode> {
+    let done = witness_lineage(cli, wait, a.lineage.as_deref())?;
+    print(a, &done)?;
+    if done.cosigned < done.quorum {
         eprintln!(
-            "benchledger: {n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum}): the seals it covers stay pending (TRUST-6)",
-            outcomes.len(),
-            g.checkpoint.size()
+            "benchledger: {} of {} witnesses cosigned the checkpoint of size {} (quorum {}): the seals it covers stay pending (TRUST-6)",
+            done.cosigned,
+            done.outcomes.len(),
+            done.checkpoint.size(),
+            done.quorum
         );
         return Ok(ExitCode::from(1));
     }
@@ -102,10 +162,10 @@ pub(crate) fn run_witness(
 }
 
 /// Reads what the exchanges need, under the lock (released on return).
-fn gather(cli: &Cli, a: &CheckpointWitnessArgs, wait: Duration) -> anyhow::Result<Gathered> {
+fn gather(cli: &Cli, lineage: Option<&str>, wait: Duration) -> anyhow::Result<Gathered> {
     let ledger = open_reading(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;
-    let l = state.lineage(a.lineage.as_deref())?;
+    let l = state.lineage(lineage)?;
     let lineage = l.frozen.lineage.clone();
     let Some(witnessing) = l.witnessing.clone() else {
         return Err(BadUsage(format!(
@@ -283,16 +343,11 @@ fn event(lineage: &str, checkpoint: &Checkpoint, o: &Outcome) -> Event {
     }
 }
 
-fn print(
-    a: &CheckpointWitnessArgs,
-    seq: u64,
-    checkpoint: &Checkpoint,
-    outcomes: &[Outcome],
-    n: usize,
-    quorum: usize,
-) -> anyhow::Result<()> {
+fn print(a: &CheckpointWitnessArgs, done: &Witnessed) -> anyhow::Result<()> {
+    let checkpoint = &done.checkpoint;
     if a.json {
-        let rows: Vec<serde_json::Value> = outcomes
+        let rows: Vec<serde_json::Value> = done
+            .outcomes
             .iter()
             .map(|o| {
                 let (cosigned, status, message) = match &o.answer {
@@ -311,37 +366,18 @@ fn print(
             })
             .collect();
         return print_json(&json!({
-            "ok": n >= quorum,
-            "seq": seq,
+            "ok": done.cosigned >= done.quorum,
+            "seq": done.seq,
             "origin": checkpoint.origin(),
             "tree_size": checkpoint.size(),
             "root": hex::encode(checkpoint.root()),
             "witnesses": rows,
-            "cosigned": n,
-            "quorum": quorum,
+            "cosigned": done.cosigned,
+            "quorum": done.quorum,
         }));
     }
-    for o in outcomes {
-        match &o.answer {
-            Answer::Cosigned { timestamp, .. } => outln!(
-                "{}: cosigned the checkpoint of size {} at {timestamp} (sent from size {})",
-                o.witness.name,
-                checkpoint.size(),
-                o.old
-            )?,
-            Answer::Failed { message, .. } => {
-                outln!("{}: not cosigned: {message}", o.witness.name)?
-            }
-            Answer::Retry { old } => outln!(
-                "{}: not cosigned: it asked again for size {old}",
-                o.witness.name
-            )?,
-        }
+    for line in done.lines() {
+        outln!("{line}")?;
     }
-    outln!(
-        "{n} of {} witnesses cosigned the checkpoint of size {} (quorum {quorum})",
-        outcomes.len(),
-        checkpoint.size()
-    )?;
     Ok(())
 }
