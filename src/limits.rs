@@ -165,3 +165,14 @@ pub const TILES_RECORD_BUNDLE_BYTES_MAX: u64 = 256 * (4 + RECORD_BYTES_MAX as u6
 pub const TILES_FETCH_MS_MAX: u64 = 60_000;
 /// Longest reason a `[[cases.excluded]]` task may give, in bytes.
 pub const EXCLUSION_REASON_BYTES_MAX: usize = 1024;
+/// Most witnesses a `[witnessing]` table may freeze (TRUST-6).
+pub const WITNESSES_MAX: usize = 16;
+/// Longest wait for one witness's `add-checkpoint` answer (`checkpoint
+/// witness`, TRUST-6), from the name lookup to the last byte, in
+/// milliseconds.
+pub const WITNESS_EXCHANGE_MS_MAX: u64 = 10_000;
+/// Most consistency proof lines an `add-checkpoint` request may carry
+/// (C2SP tlog-witness: a client must not send more than 63).
+pub const WITNESS_PROOF_LINES_MAX: usize = 63;
+/// Longest witness url a `[witnessing]` table may freeze, in bytes.
+pub const WITNESS_URL_BYTES_MAX: usize = 2048;

@@ -110,6 +110,15 @@ const WALK: &[(&str, &[Step])] = &[
         ],
     ),
     (
+        "checkpoint witness",
+        &[
+            // the recorded lineage freezes no [witnessing] (TRUST-6)
+            (Usage, &["checkpoint", "witness"]),
+            (UnknownLineage, &["checkpoint", "witness", "nope"]),
+            (Environment, &["checkpoint", "witness"]),
+        ],
+    ),
+    (
         "prove inclusion",
         &[
             (

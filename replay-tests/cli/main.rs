@@ -53,6 +53,8 @@ mod run;
 mod tiles;
 #[path = "transparency.rs"]
 mod transparency;
+#[path = "witness.rs"]
+mod witness;
 
 /// A number from the environment (a test's size or seed), or `default`.
 fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {

@@ -343,6 +343,10 @@ const READS: &[(&str, &[&[&str]])] = &[
         "checkpoint verify",
         &[&["checkpoint", "verify", "--vkey", "{vkey}", "{in}/cp2.note"]],
     ),
+    // the recorded lineage freezes no witnesses: refused (exit 2) on a
+    // read copy as on the ledger, before any witness is asked or anything
+    // appended (TRUST-6)
+    ("checkpoint witness", &[&["checkpoint", "witness"]]),
     (
         "prove inclusion",
         &[&["prove", "inclusion", "--checkpoint", "{in}/cp1.note", "7"]],

@@ -39,6 +39,7 @@ mod run_state;
 mod tiles;
 mod tlog;
 mod trust;
+mod witness;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -154,7 +154,28 @@ pub(crate) fn report_with_transparency(
     signed: Option<&SignedHead>,
 ) -> anyhow::Result<report::Report> {
     let mut r = report::build(state, Some(lineage), head)?;
-    r.transparency = Some(transparency(signed, &r.checksums.sealed));
+    let mut part = transparency(signed, &r.checksums.sealed);
+    if let (Some(signed), Some(l)) = (signed, state.lineages.get(lineage)) {
+        if let Some(witnessing) = &l.witnessing {
+            for seal in &mut part.seals {
+                let s = crate::method::witness::seal_witnessing(
+                    witnessing,
+                    signed.checkpoint.origin(),
+                    &signed.recorded,
+                    &l.cosigned,
+                    seal.seq,
+                );
+                seal.witnessing = Some(report::SealWitnesses {
+                    counts: s.counts(),
+                    line: s.line(),
+                    witnessed_by: s.witnessed_by,
+                    quorum: s.quorum,
+                    witnesses: s.witnesses,
+                });
+            }
+        }
+    }
+    r.transparency = Some(part);
     Ok(r)
 }
 
@@ -192,6 +213,7 @@ fn transparency(
                     link_hash: hex::encode(p.link_hash()),
                     hashes: p.hashes().iter().map(|h| STANDARD.encode(h)).collect(),
                 }),
+                witnessing: None,
             }
         })
         .collect();

@@ -115,6 +115,9 @@ struct Runner<'a> {
     last_poll_utc_ns: Option<u64>,
     /// Whether this run has collected the receipts the usage export carries.
     receipts_collected: bool,
+    /// Why the seal this run made does not count yet (TRUST-6: fewer than
+    /// k witnesses cosigned), for `done`.
+    witness_pending: Option<String>,
     /// The ledger folded once, then only what is new (RUN-7): the state and
     /// the group's history every step is planned from.
     fold: Fold,
@@ -215,6 +218,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
         aws_recorded: !a.plan && aws_recorded()?,
         last_poll_utc_ns: None,
         receipts_collected: false,
+        witness_pending: None,
         fold,
         lease: None,
         idle: Idle::default(),
@@ -625,11 +629,42 @@ impl Runner<'_> {
             Step::Seal => {
                 let s = crate::cli::group::seal_group(self.cli, self.wait, &self.spec, self.key.as_ref())?;
                 self.say(&format!("sealed {}: {}", self.spec, s.status));
+                self.witness(l)?;
                 Ok(None)
             }
             Step::Done { status } => self.done(l, &status).map(Some),
             Step::Blocked { reason } => Err(RunBlocked(format!("is blocked: {reason}")).into()),
         }
+    }
+
+    /// TRUST-6: after the seal, with a frozen quorum, the seal's signed
+    /// checkpoint goes to the witnesses (`checkpoint witness`); fewer than
+    /// k cosignatures leave the seal pending, and `done` says so (exit 1).
+    fn witness(&mut self, l: &LineageState) -> anyhow::Result<()> {
+        let Some(witnessing) = &l.witnessing else {
+            return Ok(());
+        };
+        if self.key.is_none() {
+            self.witness_pending = Some(format!(
+                "its seal's checkpoint is unsigned (no --key), so no witness can cosign it: the seal stays pending until a signed checkpoint covering it has {} cosignatures (`checkpoint sign`, `checkpoint witness`; TRUST-6)",
+                witnessing.quorum
+            ));
+            return Ok(());
+        }
+        let done =
+            crate::cli::witness::witness_lineage(self.cli, self.wait, Some(&l.frozen.lineage))?;
+        for line in done.lines() {
+            self.say(&format!("witness {line}"));
+        }
+        if done.cosigned < done.quorum {
+            self.witness_pending = Some(format!(
+                "its seal is pending: {} of {} witnesses cosigned (quorum {}); run `benchledger checkpoint witness` once they are up (TRUST-6)",
+                done.cosigned,
+                witnessing.witnesses.len(),
+                done.quorum
+            ));
+        }
+        Ok(())
     }
 
     /// A hard stop (VERDICT-3), recorded unless the lineage already has one.
@@ -688,6 +723,10 @@ impl Runner<'_> {
         if !self.args.json {
             outln!("{} sealed: {status}", self.spec)?;
             self.print_table()?;
+        }
+        if let Some(why) = &self.witness_pending {
+            eprintln!("benchledger run: {} sealed {status}, but {why}", self.spec);
+            return Ok(ExitCode::from(ExitClass::CheckFailed.code()));
         }
         if status == VerdictStatus::Accepted.as_str() && l.stopped.is_none() {
             return Ok(ExitCode::SUCCESS);

@@ -77,6 +77,12 @@ pub enum CheckpointCommand {
     /// origin is kept in a state file (--state); a smaller one is refused
     /// as a rollback, one not consistent with it as a fork (exit 1).
     Verify(CheckpointVerifyArgs),
+    /// Send the latest signed checkpoint to each witness the lineage's
+    /// manifest freezes (C2SP tlog-witness `add-checkpoint`, with a
+    /// consistency proof from the size each last cosigned) and record each
+    /// cosignature, or why a witness did not cosign (TRUST-6). Exit 1 when
+    /// fewer than the frozen quorum cosigned.
+    Witness(crate::cli::witness::CheckpointWitnessArgs),
 }
 
 /// Arguments of `checkpoint sign`.
@@ -280,6 +286,7 @@ pub(crate) fn run_checkpoint(
         CheckpointCommand::Sign(a) => run_sign(cli, a, wait),
         CheckpointCommand::Verify(a) => run_verify_note(cli, a, wait),
         CheckpointCommand::Show(a) => run_show(cli, a, wait),
+        CheckpointCommand::Witness(a) => crate::cli::witness::run_witness(cli, a, wait),
     }
 }
 

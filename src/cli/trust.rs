@@ -585,6 +585,10 @@ pub(crate) struct SignedHead {
     /// One proof per seal it covers, in seq order, each verified against
     /// the note with `signer`.
     pub(crate) seals: Vec<InclusionProof>,
+    /// The (size, root) of every signed checkpoint record, re-derived from
+    /// the records before it: the checkpoints a witness's cosignature may
+    /// count for (TRUST-6).
+    pub(crate) recorded: Vec<(u64, Hash)>,
 }
 
 /// The latest signed checkpoint of `ledger` and the inclusion proof of
@@ -631,11 +635,21 @@ fn signed_head_of(derived: &Derived) -> anyhow::Result<Option<SignedHead>> {
         proof.verify(&signer, &[]).map_err(damaged)?;
         seals.push(proof);
     }
+    let recorded = derived
+        .checkpoints
+        .iter()
+        .filter(|c| c.record.note.is_some())
+        .filter_map(|c| {
+            let root: Hash = hex::decode(&c.record.root).ok()?.try_into().ok()?;
+            Some((c.record.tree_size, root))
+        })
+        .collect();
     Ok(Some(SignedHead {
         seq,
         note,
         checkpoint,
         signer,
         seals,
+        recorded,
     }))
 }

@@ -401,8 +401,8 @@ fn the_state_layout_is_pinned() {
     assert_eq!(
         (STATE_LAYOUT_VERSION, all.finalize().to_hex().to_string()),
         (
-            9,
-            "45c2bc6285edcaeba8c53b353175553a366d39d0467d26403ed40e552016331e".to_string()
+            10,
+            "6a38b597618db529dbcb0dac2c2ed53b9dbb74020efe1946f9b28cc2411facf2".to_string()
         ),
         "state layout changed"
     );

@@ -11,7 +11,7 @@ use crate::schema::events::Event;
 /// The layout of `State` as encoded. Any change to the state's types changes
 /// the bytes; the test `state_layout_is_pinned` then fails until this is
 /// raised and its pinned hash renewed.
-pub const STATE_LAYOUT_VERSION: u32 = 9;
+pub const STATE_LAYOUT_VERSION: u32 = 10;
 
 impl Projection for State {
     const PROJECTION_VERSION: u32 = PROJECTION_VERSION;

@@ -21,3 +21,4 @@ pub mod run_plan;
 pub mod trial_config;
 pub mod trust;
 pub mod verdict;
+pub mod witness;

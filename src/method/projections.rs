@@ -470,6 +470,11 @@ pub struct LineageState {
     /// The latest `central_host` and `central_teardown` observations as
     /// recorded (what the report's topology names).
     pub central_seen: BTreeMap<CheckKind, (At, CheckRecorded)>,
+    /// The frozen witnesses and quorum (`manifest_frozen.v3`; TRUST-6).
+    pub witnessing: Option<crate::schema::manifest::Witnessing>,
+    /// The cosignatures recorded for it, in log order (TRUST-6; whether
+    /// each counts is `method::witness::counts`).
+    pub cosigned: Vec<crate::schema::events::CheckpointCosigned>,
 }
 
 impl LineageState {
@@ -704,6 +709,8 @@ impl State {
                 central_launch: None,
                 excluded_tasks: Vec::new(),
                 central_seen: BTreeMap::new(),
+                witnessing: None,
+                cosigned: Vec::new(),
             },
         );
     }
@@ -720,6 +727,12 @@ impl State {
                 if let Some(l) = self.lineages.get_mut(&f.lineage) {
                     l.central_launch = launch;
                     l.excluded_tasks = excluded;
+                    l.witnessing = f.witnessing.clone();
+                }
+            }
+            Event::CheckpointCosigned(c) => {
+                if let Some(l) = self.lineages.get_mut(&c.lineage) {
+                    l.cosigned.push(c.clone());
                 }
             }
             Event::ManifestSignedOff(s) => {

@@ -1077,6 +1077,13 @@ fn transparency(out: &mut String, part: &Transparency, head_seq: u64) -> fmt::Re
         )?;
     }
     for seal in &part.seals {
+        if let Some(w) = &seal.witnessing {
+            writeln!(
+                out,
+                "- {}: seal at seq {}: {} (TRUST-6)",
+                seal.group, seal.seq, w.line
+            )?;
+        }
         match &seal.proof {
             Some(proof) => writeln!(
                 out,

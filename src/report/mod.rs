@@ -69,8 +69,9 @@ pub use model::{
     Excluded, Fact, FailedCase, Failures, Frozen, GoNoGo, GroupRow, IntersectionLine,
     JoinDifference, LedgerHead, OffendingIds, PairLine, Paired, PriceLine, Report, RequestIdSet,
     Role, RoundCheck, RouteLine, RouteUsage, RowLine, Runnable, RuntimeEvidence, SealInclusion,
-    SealProof, SealedLine, SensitivityRow, SensitivitySource, SetSize, SettlementAudit, ShareCost,
-    SignOffLine, SignedCheckpoint, SkipLine, SteadyRow, StopLine, TimeGap, Transparency,
+    SealProof, SealWitnesses, SealedLine, SensitivityRow, SensitivitySource, SetSize,
+    SettlementAudit, ShareCost, SignOffLine, SignedCheckpoint, SkipLine, SteadyRow, StopLine,
+    TimeGap, Transparency,
 };
 pub use numbers::{
     cents, cost_per_success, cost_within, delta_pct, duration_text, lifecycle, quality_within,

@@ -945,6 +945,27 @@ pub struct SealInclusion {
     /// Its inclusion proof, verified against the checkpoint's root; `None`
     /// when the seal comes after the checkpoint.
     pub proof: Option<SealProof>,
+    /// TRUST-6, when the lineage freezes a witness quorum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witnessing: Option<SealWitnesses>,
+}
+
+/// Whether k distinct frozen witnesses cosigned a checkpoint covering a
+/// seal (TRUST-6): only cosignatures by frozen keys over checkpoints the
+/// log records count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SealWitnesses {
+    /// True once `witnessed_by` has `quorum` names.
+    pub counts: bool,
+    /// The frozen witnesses whose cosignature covers it.
+    pub witnessed_by: Vec<String>,
+    /// k.
+    pub quorum: u32,
+    /// How many witnesses are frozen.
+    pub witnesses: usize,
+    /// "witnessed by a, b (quorum 2)" or "pending: 1 of 2 witnesses
+    /// cosigned (quorum 2)".
+    pub line: String,
 }
 
 /// An inclusion proof of a seal record (SPEC 11.6 without the note: leaf

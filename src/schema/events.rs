@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::manifest::{CentralLaunch, Committed, ExcludedTask, Manifest, PriceRecord};
+use crate::schema::manifest::{
+    CentralLaunch, Committed, ExcludedTask, Manifest, PriceRecord, Witnessing,
+};
 
 /// The canonical byte form of payloads. The schema names no codec: the log
 /// implements this (`log::codec::Canonical`, bincode), and the vocabulary
@@ -236,6 +238,13 @@ vocabulary! {
     /// (CLASS-1): the form a lineage with `[central.launch]` or
     /// `[[cases.excluded]]` is frozen in.
     ManifestFrozenV3(Box<ManifestFrozenV3>) = "manifest_frozen.v3",
+    /// A frozen witness's cosignature of a signed checkpoint of this log,
+    /// verified with its frozen key (TRUST-6): what a seal's quorum counts.
+    CheckpointCosigned(CheckpointCosigned) = "checkpoint_cosigned.v1",
+    /// A frozen witness that did not cosign a checkpoint sent to it: down,
+    /// timed out, refused (its HTTP status) or answered no valid
+    /// cosignature (TRUST-6). Never counted.
+    CheckpointWitnessFailed(CheckpointWitnessFailed) = "checkpoint_witness_failed.v1",
 }
 
 // ---------------------------------------------------------------------------
@@ -437,10 +446,13 @@ pub struct ManifestFrozenV3 {
     pub central_launch: Option<CentralLaunch>,
     /// Tasks left out before the freeze (CLASS-1), in the order given.
     pub excluded_tasks: Vec<ExcludedTask>,
+    /// The frozen witnesses and quorum (TRUST-6), if any.
+    pub witnessing: Option<Witnessing>,
 }
 
 impl ManifestFrozenV3 {
-    /// The lineage as a v2 record, its launch and its excluded tasks.
+    /// The lineage as a v2 record, its launch and its excluded tasks (the
+    /// witnessing is `self.witnessing`).
     pub fn split(&self) -> (ManifestFrozenV2, Option<CentralLaunch>, Vec<ExcludedTask>) {
         (
             ManifestFrozenV2 {
@@ -458,11 +470,12 @@ impl ManifestFrozenV3 {
         )
     }
 
-    /// A v2 record with its launch and its excluded tasks.
+    /// A v2 record with its launch, its excluded tasks and its witnessing.
     pub fn join(
         v2: ManifestFrozenV2,
         central_launch: Option<CentralLaunch>,
         excluded_tasks: Vec<ExcludedTask>,
+        witnessing: Option<Witnessing>,
     ) -> ManifestFrozenV3 {
         let ManifestFrozenV2 {
             lineage,
@@ -485,6 +498,7 @@ impl ManifestFrozenV3 {
             plan,
             central_launch,
             excluded_tasks,
+            witnessing,
         }
     }
 }
@@ -570,6 +584,43 @@ pub struct CheckpointRecorded {
     /// The group whose seal this checkpoint follows; `None` for
     /// `checkpoint sign`.
     pub sealed: Option<GroupRef>,
+}
+
+/// `checkpoint_cosigned.v1` (TRUST-6): a frozen witness's C2SP
+/// cosignature/v1 of a signed checkpoint of this log, as the witness
+/// answered it to `checkpoint witness` and verified with its frozen key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointCosigned {
+    /// The lineage whose frozen witness set names the witness.
+    pub lineage: String,
+    /// The witness's name in that manifest.
+    pub witness: String,
+    /// The cosigned checkpoint's tree size, in records.
+    pub tree_size: u64,
+    /// The cosigned checkpoint's Merkle root, 64 lowercase hex.
+    pub root: String,
+    /// The cosignature as a C2SP note signature line (with its newline).
+    pub signature: String,
+    /// The cosignature's own timestamp, POSIX seconds.
+    pub cosigned_at: u64,
+}
+
+/// `checkpoint_witness_failed.v1` (TRUST-6): a frozen witness that did not
+/// cosign the checkpoint sent to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointWitnessFailed {
+    /// The lineage whose frozen witness set names the witness.
+    pub lineage: String,
+    /// The witness's name in that manifest.
+    pub witness: String,
+    /// The checkpoint's tree size, in records.
+    pub tree_size: u64,
+    /// The checkpoint's Merkle root, 64 lowercase hex.
+    pub root: String,
+    /// The witness's HTTP status, when it answered.
+    pub http_status: Option<u16>,
+    /// What happened, in one line.
+    pub message: String,
 }
 
 // ---------------------------------------------------------------------------

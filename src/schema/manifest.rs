@@ -278,6 +278,29 @@ pub struct CentralLaunch {
     pub ready_timeout_sec: u64,
 }
 
+/// `[witnessing]` (TRUST-6): the witnesses a lineage's checkpoints are
+/// sent to with the C2SP tlog-witness protocol, and how many of them must
+/// cosign a checkpoint before a seal it covers counts
+/// (`manifest_frozen.v3`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Witnessing {
+    /// k: distinct frozen witnesses that must cosign a covering checkpoint.
+    pub quorum: u32,
+    /// The witnesses, in the order given; names unique.
+    pub witnesses: Vec<Witness>,
+}
+
+/// One frozen witness (TRUST-6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Witness {
+    /// Its name in the manifest (a label; what events and the report say).
+    pub name: String,
+    /// Its C2SP cosignature/v1 verifier key (also in `[signers].witnesses`).
+    pub key: String,
+    /// Its http:// submission prefix; the endpoint is `{url}/add-checkpoint`.
+    pub url: String,
+}
+
 /// A task left out before the freeze (CLASS-1: e.g. its provider failed in
 /// preflight): not in the task list, named by the report as excluded
 /// before the run (`manifest_frozen.v3`).

@@ -49,7 +49,7 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
     .expect("the example key signs");
     events.push((Event::ManifestSignedOffV2(signed), None));
     let checkpoint = checkpoint_of(&events, &alice);
-    events.push((Event::CheckpointRecorded(checkpoint), None));
+    events.push((Event::CheckpointRecorded(checkpoint.clone()), None));
     events.extend(driver_events(&frozen.lineage));
     events.push((
         Event::TrialFactsRecorded(crate::schema::events::TrialFactsRecorded {
@@ -113,10 +113,75 @@ pub fn example_events() -> Vec<(Event, Option<String>)> {
                 task: "sqlite-db-truncate".into(),
                 reason: "its provider answered 502 in preflight".into(),
             }],
+            Some(crate::schema::manifest::Witnessing {
+                quorum: 1,
+                witnesses: vec![crate::schema::manifest::Witness {
+                    name: "w1".into(),
+                    key: example_witness().verifier().encode(),
+                    url: "http://witness.example:8080/w1".into(),
+                }],
+            }),
         ))),
         None,
     ));
+    events.extend(witness_events(&frozen.lineage, &checkpoint));
     events
+}
+
+/// The example witness key `witness.example/w1` (TEST-ONLY, derivable by
+/// anyone).
+fn example_witness() -> crate::log::tlog::SignerKey {
+    let seed = blake3::derive_key("benchledger example witness key", b"witness.example/w1");
+    crate::log::tlog::SignerKey::from_seed(
+        "witness.example/w1",
+        crate::log::tlog::KeyKind::CosignatureV1,
+        seed,
+    )
+    .expect("the example witness name is a valid key name")
+}
+
+/// A cosignature of `checkpoint` by the example witness and a witness that
+/// refused it (TRUST-6).
+fn witness_events(
+    lineage: &str,
+    checkpoint: &crate::schema::events::CheckpointRecorded,
+) -> Vec<(Event, Option<String>)> {
+    use crate::schema::events::{CheckpointCosigned, CheckpointWitnessFailed};
+    let root: crate::log::tlog::Hash = hex::decode(&checkpoint.root)
+        .expect("hex")
+        .try_into()
+        .expect("32 bytes");
+    let body = crate::log::tlog::Checkpoint::new(&checkpoint.origin, checkpoint.tree_size, root)
+        .expect("the example checkpoint is valid")
+        .body();
+    let cosigned_at = T0_UTC_NS / 1_000_000_000 + 3_600;
+    let line = crate::log::tlog::cosign(&body, &example_witness(), cosigned_at)
+        .expect("the example witness cosigns")
+        .line();
+    vec![
+        (
+            Event::CheckpointCosigned(CheckpointCosigned {
+                lineage: format!("{lineage}-central"),
+                witness: "w1".into(),
+                tree_size: checkpoint.tree_size,
+                root: checkpoint.root.clone(),
+                signature: line,
+                cosigned_at,
+            }),
+            None,
+        ),
+        (
+            Event::CheckpointWitnessFailed(CheckpointWitnessFailed {
+                lineage: format!("{lineage}-central"),
+                witness: "w1".into(),
+                tree_size: checkpoint.tree_size,
+                root: checkpoint.root.clone(),
+                http_status: Some(409),
+                message: "the witness has cosigned size 90 of this log, larger than this checkpoint's 45: it refuses a rolled-back tree".into(),
+            }),
+            None,
+        ),
+    ]
 }
 
 /// One example of each driver kind (RUN-2..4), after the checkpoint.

@@ -312,7 +312,8 @@ impl NoteSignature {
         )
     }
 
-    fn parse(line: &str) -> Result<Self, TlogError> {
+    /// Parse one signature line (without its newline).
+    pub fn parse(line: &str) -> Result<Self, TlogError> {
         let rest = line.strip_prefix(SIGNATURE_LINE_PREFIX).ok_or(malformed(
             "signature line does not start with an em dash and a space",
         ))?;

@@ -71,6 +71,9 @@ pub struct ManifestToml {
     /// v2: the allowed signers (TRUST-3).
     #[serde(default)]
     pub signers: Option<super::plan::SignersToml>,
+    /// The witnesses and quorum (TRUST-6; frozen in `manifest_frozen.v3`).
+    #[serde(default)]
+    pub witnessing: Option<super::plan::WitnessingToml>,
 }
 
 /// Benchmark identity (FREEZE-1).
@@ -471,6 +474,7 @@ impl ManifestToml {
         super::plan::PlanToml,
         Option<CentralLaunchToml>,
         Vec<ExcludedTaskToml>,
+        Option<super::plan::WitnessingToml>,
     ) {
         let central_launch = self.central.launch.take();
         let excluded = std::mem::take(&mut self.cases.excluded);
@@ -495,6 +499,7 @@ impl ManifestToml {
             launch,
             evidence,
             signers,
+            witnessing,
         } = self;
         let file = ManifestFile {
             manifest_version,
@@ -520,7 +525,7 @@ impl ManifestToml {
             evidence,
             signers,
         };
-        (file, plan, central_launch, excluded)
+        (file, plan, central_launch, excluded, witnessing)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::schema::events::{Event, ManifestFrozenV2, ManifestFrozenV3};
 use crate::schema::manifest::{
     commit, redact_account, redact_arn, redact_location, CentralLaunch, Committed, ExcludedTask,
-    Harbor, Manifest, ManifestFile, PrivateCommitments, Tier,
+    Harbor, Manifest, ManifestFile, PrivateCommitments, Tier, Witnessing,
 };
 use crate::schema::rule::Rule;
 
@@ -60,18 +60,24 @@ pub struct Frozen {
     pub central_launch: Option<CentralLaunch>,
     /// `[[cases.excluded]]`: tasks left out before the freeze (CLASS-1).
     pub excluded_tasks: Vec<ExcludedTask>,
+    /// `[witnessing]`: the frozen witnesses and quorum (TRUST-6).
+    pub witnessing: Option<Witnessing>,
 }
 
 impl Frozen {
     /// The event that records it.
     pub fn into_event(self) -> Event {
-        if self.central_launch.is_none() && self.excluded_tasks.is_empty() {
+        if self.central_launch.is_none()
+            && self.excluded_tasks.is_empty()
+            && self.witnessing.is_none()
+        {
             return Event::ManifestFrozenV2(Box::new(self.v2));
         }
         Event::ManifestFrozenV3(Box::new(ManifestFrozenV3::join(
             self.v2,
             self.central_launch,
             self.excluded_tasks,
+            self.witnessing,
         )))
     }
 }
@@ -82,6 +88,7 @@ impl From<ManifestFrozenV2> for Frozen {
             v2,
             central_launch: None,
             excluded_tasks: Vec::new(),
+            witnessing: None,
         }
     }
 }
@@ -133,11 +140,12 @@ pub fn freeze(
 ) -> Result<Frozen> {
     let public: ManifestToml = parse_toml(public_text, public_source)?;
     let private: PrivateToml = parse_toml(private_text, private_source)?;
-    let (public, plan, central_launch, excluded) = public.split();
+    let (public, plan, central_launch, excluded, witnessing) = public.split();
     validate(&public, public_source)?;
     let central_launch = validate::central_launch(&public, central_launch, public_source)?;
     let excluded_tasks = validate::excluded_tasks(&public, excluded, public_source)?;
     let plan = plan::plan(plan, &public, public_source)?;
+    let witnessing = plan::witnessing(witnessing, &plan, public_source)?;
     let key = validate_private(&public, &private, private_source)?;
     let commitments = commit_private(&key, &public, &private);
     refuse_private_values_in_public(&public, &private, public_source)?;
@@ -146,8 +154,10 @@ pub fn freeze(
         private: commitments,
     };
     // The v2 manifest hash covers the manifest and its plan; v3's the
-    // central launch too.
-    let encoded = if central_launch.is_none() && excluded_tasks.is_empty() {
+    // central launch and excluded tasks too, and its witnessing when given.
+    let encoded = if let Some(w) = &witnessing {
+        crate::log::codec::encode(&(&manifest, &plan, &central_launch, &excluded_tasks, w))
+    } else if central_launch.is_none() && excluded_tasks.is_empty() {
         crate::log::codec::encode(&(&manifest, &plan))
     } else {
         crate::log::codec::encode(&(&manifest, &plan, &central_launch, &excluded_tasks))
@@ -167,6 +177,7 @@ pub fn freeze(
         v2,
         central_launch,
         excluded_tasks,
+        witnessing,
     })
 }
 

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::log::tlog::{KeyKind, VerifierKey};
-use crate::schema::manifest::ManifestFile;
+use crate::schema::manifest::{ManifestFile, Witness, Witnessing};
 use crate::schema::money::Dec;
 use crate::schema::plan::{
     placeholders_of, Binding, EvidencePlan, Kwarg, Launch, Plan, Signers, Validator,
@@ -126,6 +126,110 @@ pub struct SignersToml {
     /// Witness (cosignature) verifier keys.
     #[serde(default)]
     pub witnesses: Vec<String>,
+}
+
+/// `[witnessing]` (TRUST-6).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessingToml {
+    /// k: how many distinct witnesses must cosign a covering checkpoint.
+    pub quorum: u32,
+    /// `[[witnessing.witnesses]]`.
+    #[serde(default)]
+    pub witnesses: Vec<WitnessToml>,
+}
+
+/// `[[witnessing.witnesses]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessToml {
+    /// A label naming it.
+    pub name: String,
+    /// Its cosignature/v1 verifier key, also listed in `[signers].witnesses`.
+    pub key: String,
+    /// Its http:// submission prefix.
+    pub url: String,
+}
+
+/// `[witnessing]` checked against the frozen plan (TRUST-6): 1 to
+/// `WITNESSES_MAX` witnesses, 1 <= quorum <= their number, names unique
+/// labels, each key a cosignature/v1 verifier key that `[signers].witnesses`
+/// lists (once), each url an http:// URL.
+pub fn witnessing(
+    input: Option<WitnessingToml>,
+    plan: &Plan,
+    source: &str,
+) -> Result<Option<Witnessing>> {
+    use crate::limits::WITNESSES_MAX;
+    let Some(WitnessingToml { quorum, witnesses }) = input else {
+        return Ok(None);
+    };
+    if witnesses.is_empty() || witnesses.len() > WITNESSES_MAX {
+        return Err(input_error(
+            source,
+            "witnessing.witnesses",
+            format!("{} witnesses; give 1 to {WITNESSES_MAX}", witnesses.len()),
+        ));
+    }
+    if quorum == 0 || quorum as usize > witnesses.len() {
+        return Err(input_error(
+            source,
+            "witnessing.quorum",
+            format!(
+                "must be 1 to the number of witnesses ({}), got {quorum}",
+                witnesses.len()
+            ),
+        ));
+    }
+    let mut out: Vec<Witness> = Vec::with_capacity(witnesses.len());
+    for (i, w) in witnesses.into_iter().enumerate() {
+        let field = |f: &str| format!("witnessing.witnesses[{i}].{f}");
+        super::validate::check_label(source, &field("name"), &w.name)?;
+        if out.iter().any(|o| o.name == w.name) {
+            return Err(input_error(
+                source,
+                &field("name"),
+                format!("{:?} names two witnesses; names are unique", w.name),
+            ));
+        }
+        let key = VerifierKey::parse(&w.key)
+            .map_err(|e| input_error(source, &field("key"), format!("not a verifier key: {e}")))?;
+        if key.kind() != KeyKind::CosignatureV1 {
+            return Err(input_error(
+                source,
+                &field("key"),
+                format!(
+                    "must be a cosignature/v1 key, got {} key",
+                    crate::schema::strings::with_article(key.kind().label())
+                ),
+            ));
+        }
+        if !plan.signers.witnesses.contains(&w.key) {
+            return Err(input_error(
+                source,
+                &field("key"),
+                "is not listed in [signers].witnesses; a witness's key is listed there too",
+            ));
+        }
+        if out.iter().any(|o| o.key == w.key) {
+            return Err(input_error(
+                source,
+                &field("key"),
+                "is the key of another witness; each witness has its own key",
+            ));
+        }
+        crate::method::witness::check_url(&w.url)
+            .map_err(|e| input_error(source, &field("url"), e))?;
+        out.push(Witness {
+            name: w.name,
+            key: w.key,
+            url: w.url,
+        });
+    }
+    Ok(Some(Witnessing {
+        quorum,
+        witnesses: out,
+    }))
 }
 
 /// The four v2 sections as read.
