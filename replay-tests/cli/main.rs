@@ -1268,6 +1268,7 @@ mod cases {
                 .join("hello-world__canary-1-c2"),
         )
         .unwrap();
+        let before = h.head_bytes();
         let r = h
             .ok(&[
                 "resume",
@@ -1284,6 +1285,11 @@ mod cases {
             .as_str()
             .unwrap()
             .contains("Harbor trial directory"));
+        assert_eq!(
+            h.head_bytes(),
+            before,
+            "POST-1: a recovery step launches no case and rewrites nothing"
+        );
     }
 
     #[test]

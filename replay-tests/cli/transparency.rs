@@ -90,7 +90,10 @@ fn signed_checkpoints_and_proofs_verify_with_the_checkpoint_alone() {
         h.ok(&["note", &format!("more {i}")]);
     }
     let c2 = sign(&h, "c2.note");
-    assert_eq!(c2["tree_size"], 10);
+    assert_eq!(
+        c2["tree_size"], 10,
+        "TRUST-1: a checkpoint of the whole log"
+    );
     let v = h.ok(&["verify", "--json"]).json();
     assert_eq!(v["ok"], true);
     assert_eq!(v["transparency"]["checkpoints"], 2);
@@ -121,7 +124,11 @@ fn signed_checkpoints_and_proofs_verify_with_the_checkpoint_alone() {
             .stdout;
         let proof = InclusionProof::from_json(&proof).unwrap();
         let checked = proof.verify(&log, &[]).unwrap();
-        assert_eq!((proof.leaf_index(), checked.checkpoint.size()), (seq, 10));
+        assert_eq!(
+            (proof.leaf_index(), checked.checkpoint.size()),
+            (seq, 10),
+            "TRUST-2: an inclusion proof verified with the checkpoint alone"
+        );
     }
     let r = h.run(&[
         "prove",

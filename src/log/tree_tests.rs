@@ -199,7 +199,7 @@ fn checkpoint_records_are_checked_against_the_records_before_them() {
         .iter()
         .map(|p| (p.seq, p.detail.as_str()))
         .collect();
-    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems.len(), 3, "TRUST-1: {problems:?}");
     assert_eq!(problems[0].0, 5);
     assert!(problems[0].1.starts_with("root 0000"), "{problems:?}");
     assert_eq!(problems[1].0, 6);

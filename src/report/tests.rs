@@ -691,6 +691,10 @@ fn every_notional_amount_has_a_cache_read_sensitivity() {
     let md = render_markdown(&rep);
     assert!(md.contains("### Cache-read sensitivity of the notional amounts"));
     assert!(
+        md.contains("A what-if of notional amounts: never cash spent"),
+        "CLASS-5: no cash-spend claim from notional costs"
+    );
+    assert!(
         md.contains("| 0% cache reads (imputed upper bound) | 25% |"),
         "{md}"
     );

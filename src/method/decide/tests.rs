@@ -1175,3 +1175,49 @@ fn launchable_is_resumes_unblocked_rows() {
         "CASE-4: a started identity never launches again"
     );
 }
+
+/// GATE-9: at concurrency c > 1, scored work waits for an accepted canary
+/// of at least c cases that ran at exactly c; the example's one-case
+/// canary cannot prove c = 2, a two-case canary at 2 does.
+#[test]
+fn concurrency_above_one_needs_a_canary_that_ran_at_it() {
+    let canary = "  { group = \"canary-1\", task = \"hello-world\", trial = \"c1\", content_sha256 = \"f4fceaf0b943cec699335755c38caa916a9223b7058fa70f6a0dfaebf2d0a393\" },\n";
+    let run = |edits: &[[&str; 2]]| {
+        let spec = crate::testkit::scenario::Scenario {
+            description: "t".into(),
+            lineages: vec![crate::testkit::scenario::LineageSpec {
+                edits: edits
+                    .iter()
+                    .map(|[a, b]| [a.to_string(), b.to_string()])
+                    .collect(),
+                groups: Some(vec!["canary-1".into(), "control".into()]),
+                ..Default::default()
+            }],
+        };
+        crate::testkit::scenario::run(&spec).unwrap()
+    };
+    let (_, log) = run(&[["concurrency = 1", "concurrency = 2"]]);
+    assert_eq!(
+        log.refusals
+            .iter()
+            .map(|(step, rule)| (
+                step.split(' ').take(3).collect::<Vec<_>>().join(" "),
+                rule.as_str()
+            ))
+            .collect::<Vec<_>>(),
+        [(
+            "case start short13-kimi-2026-11/control".to_string(),
+            "GATE-9"
+        )],
+        "GATE-9: a one-case canary does not prove concurrency 2"
+    );
+    let two = format!("{canary}{}", canary.replace("\"c1\"", "\"c2\""));
+    let (w, log) = run(&[["concurrency = 1", "concurrency = 2"], [canary, &two]]);
+    assert!(log.refusals.is_empty(), "GATE-9: {:?}", log.refusals);
+    let control = &w.state.lineage(None).unwrap().groups["control"];
+    assert_eq!(
+        control.cases.len(),
+        13,
+        "GATE-9: scored work ran after the canary at 2"
+    );
+}

@@ -116,8 +116,14 @@ fn control_key_ignores_policy_software_but_lineage_key_does_not() {
     // rule FREEZE-5, rule FREEZE-6
     let base = example();
     let other_policy = edited("commit = \"003f99ee\"", "commit = \"4b86a513\"").unwrap();
-    assert_eq!(base.control_key, other_policy.control_key);
-    assert_ne!(base.lineage_key, other_policy.lineage_key);
+    assert_eq!(
+        base.control_key, other_policy.control_key,
+        "FREEZE-6: the control key ignores policy software"
+    );
+    assert_ne!(
+        base.lineage_key, other_policy.lineage_key,
+        "FREEZE-5: the lineage key covers it"
+    );
     let other_strong = edited(
         "model = \"claude-sonnet-4-5\"\nprotocol",
         "model = \"claude-opus-4-1\"\nprotocol",
@@ -133,7 +139,19 @@ fn control_key_ignores_policy_software_but_lineage_key_does_not() {
     assert_ne!(base.lineage_key, other_sandbox.lineage_key);
     let other_tasks = edited("trials = [\"t1\"]", "trials = [\"t2\"]").unwrap();
     assert_ne!(base.task_manifest_blake3, other_tasks.task_manifest_blake3);
-    assert_ne!(base.control_key, other_tasks.control_key);
+    assert_ne!(
+        base.control_key, other_tasks.control_key,
+        "CLASS-3: other trials are another experiment"
+    );
+    let fewer = edited(
+        "  { name = \"build-cython-ext\", content_sha256 = \"5b2fec373cc172534aacb4653c2ca1ca0a6d9658834042094a6887b0960596de\" },\n",
+        "",
+    )
+    .unwrap();
+    assert!(
+        fewer.lineage_key != base.lineage_key && fewer.control_key != base.control_key,
+        "CLASS-3: another task membership is another experiment"
+    );
 }
 
 #[test]

@@ -1471,7 +1471,11 @@ fn an_accepted_control_enters_the_catalog_by_its_key() {
     let w = ran(&["canary-1", "control"], &[]);
     let cat = control_catalog(&w.state);
     assert_eq!(cat.len(), 1);
-    assert_eq!(cat[0].control_key, lineage(&w).frozen.control_key);
+    assert_eq!(
+        cat[0].control_key,
+        lineage(&w).frozen.control_key,
+        "FREEZE-6: registered by its control key"
+    );
     assert_eq!(
         cat[0].artifact_blake3,
         control_artifact_blake3(lineage(&w), "control")
