@@ -13,7 +13,11 @@
 //!   (clippy's `too_many_lines` with its default threshold, denied by
 //!   tools/test-all.sh for the library and binary);
 //! - no rule id is written as a string literal outside `schema/rule.rs`:
-//!   rules are `Rule` values.
+//!   rules are `Rule` values;
+//! - every bound (`const NAME_MAX`) is defined in `limits.rs` (a module
+//!   re-exports it where its users look); `log/tlog/` keeps its own format
+//!   bounds, being the self-contained C2SP and RFC 6962 module that uses
+//!   nothing else of the crate.
 //!
 //! Test code (`#[cfg(test)]` modules, `tests.rs` and `*_tests.rs` files) is
 //! not production code and is left out of every check; `src/testkit/` (test
@@ -487,6 +491,32 @@ fn variant_of(id: &str) -> String {
     format!("{}{}{n}", &p[..1], p[1..].to_lowercase())
 }
 
+/// A `const NAME_MAX` (a bound) defined outside `limits.rs` and `log/tlog/`.
+pub fn check_bounds(sources: &[Source]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let exempt = |s: &&Source| {
+        s.rel == "limits.rs" || s.rel.starts_with("log/tlog/") || s.layer == "testkit"
+    };
+    for s in sources.iter().filter(|s| !exempt(s)) {
+        for (i, line) in s.code.lines().enumerate() {
+            let words: Vec<&str> = line
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            if let Some(at) = words.iter().position(|w| *w == "const") {
+                if let Some(name) = words.get(at + 1).filter(|n| n.ends_with("_MAX")) {
+                    out.push(Finding(format!(
+                        "src/{}:{}: the bound {name} is defined outside limits.rs",
+                        s.rel,
+                        i + 1
+                    )));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every finding over the tree.
 pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     let sources = read_sources(src_dir);
@@ -495,6 +525,7 @@ pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     all.extend(check_files(&sources));
     all.extend(check_function_lengths(&sources));
     all.extend(check_rule_literals(&sources));
+    all.extend(check_bounds(&sources));
     all.into_iter().collect()
 }
 
@@ -512,6 +543,31 @@ fn the_source_tree_keeps_the_house_rules() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+#[test]
+fn a_bound_outside_limits_is_found() {
+    let planted = [
+        source_of(
+            "gates/x.rs",
+            "/// A bound.\npub const ANSWER_BYTES_MAX: usize = 9;\n",
+        ),
+        source_of(
+            "method/y.rs",
+            "const INNER_MAX: u8 = 1;\nconst NOT_A_BOUND: u8 = 2;\n",
+        ),
+        source_of("gates/z.rs", "pub use crate::limits::URL_BYTES_MAX;\n"),
+        source_of("log/tlog/w.rs", "pub const NOTE_BYTES_MAX: usize = 1;\n"),
+        source_of("limits.rs", "pub const A_MAX: u8 = 1;\n"),
+    ];
+    let found = check_bounds(&planted);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0]
+        .0
+        .contains("src/gates/x.rs:2: the bound ANSWER_BYTES_MAX"));
+    assert!(found[1]
+        .0
+        .contains("src/method/y.rs:1: the bound INNER_MAX"));
 }
 
 #[test]

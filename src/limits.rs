@@ -176,3 +176,156 @@ pub const WITNESS_EXCHANGE_MS_MAX: u64 = 10_000;
 pub const WITNESS_PROOF_LINES_MAX: usize = 63;
 /// Longest witness url a `[witnessing]` table may freeze, in bytes.
 pub const WITNESS_URL_BYTES_MAX: usize = 2048;
+
+// Bounds of `evidence::harbor` (re-exported there).
+/// Longest reward file read (`verifier/reward.txt`, `verifier/reward.json`),
+/// in bytes; Harbor's verifier writes a number or a small object.
+pub const HARBOR_REWARD_FILE_BYTES_MAX: usize = 64 * 1024;
+
+// Bounds of `evidence` (re-exported there).
+/// Most credential findings recorded for one file (or one JSON Lines row);
+/// one leak is enough to fail the group's `secrets` row.
+pub const CREDENTIAL_FINDINGS_PER_FILE_MAX: usize = 16;
+/// Most job directories one [`harbor::walk_jobs`] lists in a jobs directory.
+pub const HARBOR_JOB_DIRS_MAX: usize = 1_000;
+/// Largest Harbor `result.json` (trial or job) read, in bytes. A Terminus 2
+/// result is a few KiB; rollout details with token ids and logprobs can
+/// reach megabytes.
+pub const HARBOR_RESULT_BYTES_MAX: usize = 32 * 1024 * 1024;
+/// Most keys of a Harbor `verifier_result.rewards` object.
+pub const HARBOR_REWARD_KEYS_MAX: usize = 256;
+/// Most trial directories one [`harbor::walk_jobs`] lists, over all jobs.
+pub const HARBOR_TRIAL_DIRS_MAX: usize = 10_000;
+/// Longest echo of an offending value in an error message, in bytes; longer
+/// values are cut at a character boundary and their length is given.
+pub const INGEST_ECHO_BYTES_MAX: usize = 96;
+/// Longest string value copied from an input file into a payload, in bytes.
+pub const INGEST_FIELD_BYTES_MAX: usize = 4096;
+/// Longest JSON Lines row read, in bytes (without its newline). BitRouter
+/// captures request bodies of up to 16 MiB into trace rows, and a JSON
+/// string can need more bytes than the body it quotes, so twice that.
+pub const INGEST_LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
+/// Most rows read from one JSON Lines file. A public run is 445 cases of a
+/// few hundred requests each per group; a million rows is far beyond that.
+pub const INGEST_ROWS_PER_FILE_MAX: u64 = 1_000_000;
+/// Deepest nesting of JSON arrays and objects read (serde_json's own
+/// recursion limit is the same).
+pub const JSON_NESTING_LEVELS_MAX: usize = 128;
+
+// Bounds of `gates::aws::central` (re-exported there).
+/// Most central hosts one exact-tag query may answer with (more is refused,
+/// never truncated; exactly one may exist).
+pub const CENTRAL_ANSWER_MAX: usize = 16;
+
+// Bounds of `gates::aws` (re-exported there).
+/// Attempts per API call (1 = no retry).
+pub const AWS_ATTEMPTS_MAX: u32 = 3;
+/// Pages one paginated Describe* query may read; more is an error (the
+/// query is never silently truncated).
+pub const DESCRIBE_PAGES_MAX: usize = 100;
+/// Values one EC2 filter may carry (AWS allows 200).
+pub const FILTER_VALUES_MAX: usize = 200;
+/// Longest `role_arn` -> `source_profile` chain followed.
+pub const PROFILE_CHAIN_MAX: usize = 4;
+/// Largest AWS config or credentials file read, in bytes.
+pub const PROFILE_FILE_BYTES_MAX: usize = 1024 * 1024;
+
+// Bounds of `gates::checks` (re-exported there).
+/// Largest config file `check config` hashes, in bytes.
+pub const CONFIG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Longest request id kept from an answer, in bytes; a longer one is not
+/// recorded (`request_id_problem` says why).
+pub const REQUEST_ID_BYTES_MAX: usize = 256;
+
+// Bounds of `gates::http` (re-exported there).
+/// Largest response status line plus headers, in bytes.
+pub const HTTP_HEADER_BYTES_MAX: usize = 64 * 1024;
+/// Largest response body read, in bytes; a longer answer is an error.
+pub const HTTP_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
+/// Longest URL accepted, in bytes.
+pub const URL_BYTES_MAX: usize = 2048;
+
+// Bounds of `gates::rules` (re-exported there).
+/// Longest error text kept in an observation, in bytes.
+pub const AWS_ERROR_BYTES_MAX: usize = 512;
+/// Longest endpoint override accepted, in bytes.
+pub const ENDPOINT_URL_BYTES_MAX: usize = 2048;
+/// Longest STS role session name, in bytes (an AWS limit).
+pub const ROLE_SESSION_NAME_BYTES_MAX: usize = 64;
+
+// Bounds of `method::decide::freeze` (re-exported there).
+/// Longest sign-off name, in bytes.
+pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
+
+// Bounds of `method::freeze` (re-exported there).
+/// Most groups one lineage may declare (evaluation and non-evaluation).
+pub const GROUPS_MAX: usize = 16;
+/// Longest label (lineage, group, task, trial, tag value), in bytes.
+pub const LABEL_BYTES_MAX: usize = 128;
+/// Largest manifest file (public or private), in bytes.
+pub const MANIFEST_FILE_BYTES_MAX: usize = 1024 * 1024;
+/// Most tasks one lineage may declare.
+pub const TASKS_MAX: usize = 1_000;
+/// Most trial identities per task.
+pub const TRIALS_MAX: usize = 100;
+
+// Bounds of `method::freeze::plan` (re-exported there).
+/// Most words of an argv template.
+pub const ARGV_WORDS_MAX: usize = 64;
+/// Longest word of an argv template, in bytes.
+pub const ARGV_WORD_BYTES_MAX: usize = 4096;
+/// Largest clock-skew bound of the launch window, in seconds (BIND-1).
+pub const CLOCK_SKEW_SEC_MAX: u64 = 3_600;
+/// Most extra kwargs of one TrialConfig section.
+pub const KWARGS_MAX: usize = 32;
+/// Longest a launched case process may run, in seconds (two days).
+pub const LAUNCH_TIMEOUT_SEC_MAX: u64 = 172_800;
+/// Longest pause between two receipt polls, in seconds.
+pub const RECEIPT_POLL_SEC_MAX: u64 = 3_600;
+/// Most keys in one signer list.
+pub const SIGNERS_MAX: usize = 16;
+
+// Bounds of `method::verdict` (re-exported there).
+/// At most this many ids are named in one row's evidence text; the count of
+/// the rest follows. The JSON forms (`gate --json`) list them all.
+pub const EVIDENCE_IDS_MAX: usize = 12;
+
+// Bounds of `schema::events` (re-exported there).
+/// The most bytes a `schema::events::Event` may take in place. A decoded record is moved
+/// from the store's scan through the verifying reader into a fold, so a
+/// variant whose payload is larger than this is boxed.
+pub const EVENT_BYTES_MAX: usize = 320;
+
+// Bounds of `schema::manifest` (re-exported there).
+/// Upper bound of a mechanism iteration's tasks: the whole set.
+pub const MECHANISM_TASKS_MAX: usize = 89;
+
+// Bounds of `schema::names` (re-exported there).
+/// Longest group part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_GROUP_BYTES_MAX: usize = 64;
+/// Highest replacement number a trial name can carry (`-r99`).
+pub const TRIAL_NAME_REPLACEMENT_MAX: u8 = 99;
+/// Longest task part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_TASK_BYTES_MAX: usize = 128;
+/// Longest trial-identity part of a benchledger trial name, in bytes.
+pub const TRIAL_NAME_TRIAL_BYTES_MAX: usize = 32;
+
+// Bounds of `schema::secrets` (re-exported there).
+/// Most bytes between a context keyword and its value (quotes, blanks, `=`,
+/// `:`, `=>`, JSON escapes), and most blanks after `Bearer`. A longer gap is
+/// not read as an assignment.
+pub const ASSIGNMENT_SEPARATOR_BYTES_MAX: usize = 16;
+/// Most bytes of the label between `-----BEGIN ` and `-----` in a PEM header
+/// (`ENCRYPTED PRIVATE KEY` is 21, `PGP PRIVATE KEY BLOCK` is 21).
+pub const PEM_LABEL_BYTES_MAX: usize = 48;
+/// Most letters, `_` or `-` read after the word `secret` before its value
+/// (`secret_key`, `SecretValue`, `secret-access-key`).
+pub const SECRET_WORD_TAIL_BYTES_MAX: usize = 16;
+/// Most bytes of an assigned value or bearer token read to find where it
+/// ends. A value that reaches this length without ending is treated as a
+/// credential (fail closed), since its mask, if any, was not seen.
+pub const VALUE_SCAN_BYTES_MAX: usize = 512;
+
+// Bounds of `schema::time` (re-exported there).
+/// Most fractional-second digits a strict form accepts (nanoseconds).
+pub const FRACTION_DIGITS_MAX: usize = 9;

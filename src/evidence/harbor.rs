@@ -836,9 +836,7 @@ pub fn read_trial_result(trial: &TrialDir) -> Result<ParsedTrial> {
     Ok(parsed)
 }
 
-/// Longest reward file read (`verifier/reward.txt`, `verifier/reward.json`),
-/// in bytes; Harbor's verifier writes a number or a small object.
-pub const HARBOR_REWARD_FILE_BYTES_MAX: usize = 64 * 1024;
+pub use crate::limits::HARBOR_REWARD_FILE_BYTES_MAX;
 
 /// The reward files of a trial's `verifier/` directory, in name order
 /// (BIND-2): each file's path, BLAKE3 and rewards as Harbor's verifier reads

@@ -43,39 +43,23 @@ pub use jsonl::{for_each_jsonl_row, for_each_jsonl_row_with_progress};
 // Limits
 // ---------------------------------------------------------------------------
 
-/// Longest JSON Lines row read, in bytes (without its newline). BitRouter
-/// captures request bodies of up to 16 MiB into trace rows, and a JSON
-/// string can need more bytes than the body it quotes, so twice that.
-pub const INGEST_LINE_BYTES_MAX: usize = 32 * 1024 * 1024;
+pub use crate::limits::INGEST_LINE_BYTES_MAX;
 
-/// Most rows read from one JSON Lines file. A public run is 445 cases of a
-/// few hundred requests each per group; a million rows is far beyond that.
-pub const INGEST_ROWS_PER_FILE_MAX: u64 = 1_000_000;
+pub use crate::limits::INGEST_ROWS_PER_FILE_MAX;
 
-/// Largest Harbor `result.json` (trial or job) read, in bytes. A Terminus 2
-/// result is a few KiB; rollout details with token ids and logprobs can
-/// reach megabytes.
-pub const HARBOR_RESULT_BYTES_MAX: usize = 32 * 1024 * 1024;
+pub use crate::limits::HARBOR_RESULT_BYTES_MAX;
 
-/// Most trial directories one [`harbor::walk_jobs`] lists, over all jobs.
-pub const HARBOR_TRIAL_DIRS_MAX: usize = 10_000;
+pub use crate::limits::HARBOR_TRIAL_DIRS_MAX;
 
-/// Most job directories one [`harbor::walk_jobs`] lists in a jobs directory.
-pub const HARBOR_JOB_DIRS_MAX: usize = 1_000;
+pub use crate::limits::HARBOR_JOB_DIRS_MAX;
 
-/// Most keys of a Harbor `verifier_result.rewards` object.
-pub const HARBOR_REWARD_KEYS_MAX: usize = 256;
+pub use crate::limits::HARBOR_REWARD_KEYS_MAX;
 
-/// Longest string value copied from an input file into a payload, in bytes.
-pub const INGEST_FIELD_BYTES_MAX: usize = 4096;
+pub use crate::limits::INGEST_FIELD_BYTES_MAX;
 
-/// Longest echo of an offending value in an error message, in bytes; longer
-/// values are cut at a character boundary and their length is given.
-pub const INGEST_ECHO_BYTES_MAX: usize = 96;
+pub use crate::limits::INGEST_ECHO_BYTES_MAX;
 
-/// Deepest nesting of JSON arrays and objects read (serde_json's own
-/// recursion limit is the same).
-pub const JSON_NESTING_LEVELS_MAX: usize = 128;
+pub use crate::limits::JSON_NESTING_LEVELS_MAX;
 
 /// Default progress interval of the JSON Lines reader, in rows.
 pub const PROGRESS_EVERY_ROWS_DEFAULT: u64 = 10_000;
@@ -207,9 +191,7 @@ pub(crate) type FieldResult<T> = std::result::Result<T, FieldError>;
 // Credential shapes in input files (BIND-8)
 // ---------------------------------------------------------------------------
 
-/// Most credential findings recorded for one file (or one JSON Lines row);
-/// one leak is enough to fail the group's `secrets` row.
-pub const CREDENTIAL_FINDINGS_PER_FILE_MAX: usize = 16;
+pub use crate::limits::CREDENTIAL_FINDINGS_PER_FILE_MAX;
 
 /// A credential shape found in an ingested file (BIND-8): where, which
 /// shape, and a redacted form (length and shape, never a character of the

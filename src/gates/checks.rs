@@ -30,13 +30,10 @@ pub const HEALTH_TIMEOUT_MS: u64 = 10_000;
 /// Bound of a whole sentinel exchange, in milliseconds: the daemon forwards
 /// a one-token completion to the provider.
 pub const SENTINEL_TIMEOUT_MS: u64 = 60_000;
-/// Longest request id kept from an answer, in bytes; a longer one is not
-/// recorded (`request_id_problem` says why).
-pub const REQUEST_ID_BYTES_MAX: usize = 256;
+pub use crate::limits::REQUEST_ID_BYTES_MAX;
 /// Output tokens a sentinel asks for: the smallest real completion.
 pub const SENTINEL_MAX_TOKENS: u32 = 1;
-/// Largest config file `check config` hashes, in bytes.
-pub const CONFIG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
+pub use crate::limits::CONFIG_FILE_BYTES_MAX;
 /// Bound of the validation command's run, in milliseconds; past it the
 /// command's process group is killed and the check fails.
 pub const CONFIG_VALIDATE_TIMEOUT_MS: u64 = 300_000;

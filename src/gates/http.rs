@@ -23,12 +23,9 @@ use ureq::http;
 
 /// Longest wait for one TCP connect, in milliseconds.
 pub const HTTP_CONNECT_TIMEOUT_MS: u64 = 5_000;
-/// Largest response body read, in bytes; a longer answer is an error.
-pub const HTTP_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
-/// Largest response status line plus headers, in bytes.
-pub const HTTP_HEADER_BYTES_MAX: usize = 64 * 1024;
-/// Longest URL accepted, in bytes.
-pub const URL_BYTES_MAX: usize = 2048;
+pub use crate::limits::HTTP_HEADER_BYTES_MAX;
+pub use crate::limits::HTTP_RESPONSE_BYTES_MAX;
+pub use crate::limits::URL_BYTES_MAX;
 
 // ---------------------------------------------------------------------------
 // URLs

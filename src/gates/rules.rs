@@ -26,12 +26,9 @@ use crate::schema::events::{
 use crate::schema::manifest::{self, CentralMode, Committed, ManifestFile, PrivateCommitments};
 use crate::schema::rule::Rule;
 
-/// Longest STS role session name, in bytes (an AWS limit).
-pub const ROLE_SESSION_NAME_BYTES_MAX: usize = 64;
-/// Longest error text kept in an observation, in bytes.
-pub const AWS_ERROR_BYTES_MAX: usize = 512;
-/// Longest endpoint override accepted, in bytes.
-pub const ENDPOINT_URL_BYTES_MAX: usize = 2048;
+pub use crate::limits::AWS_ERROR_BYTES_MAX;
+pub use crate::limits::ENDPOINT_URL_BYTES_MAX;
+pub use crate::limits::ROLE_SESSION_NAME_BYTES_MAX;
 
 /// Instance states a residue query covers (CLEAN-1): every state but
 /// `terminated`.

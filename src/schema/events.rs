@@ -44,10 +44,7 @@ pub enum PayloadError<E> {
     },
 }
 
-/// The most bytes an [`Event`] may take in place. A decoded record is moved
-/// from the store's scan through the verifying reader into a fold, so a
-/// variant whose payload is larger than this is boxed.
-pub const EVENT_BYTES_MAX: usize = 320;
+pub use crate::limits::EVENT_BYTES_MAX;
 
 macro_rules! vocabulary {
     ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $kind:literal ),* $(,)?) => {

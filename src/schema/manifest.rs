@@ -31,8 +31,9 @@ pub const PUBLIC_TRIALS: usize = 5;
 /// predeclared slice of any size up to the whole set, one trial per case
 /// (BitRouter's report 001 is 88 x 1).
 pub const MECHANISM_TASKS_MIN: usize = 1;
-/// Upper bound of a mechanism iteration's tasks: the whole set.
-pub const MECHANISM_TASKS_MAX: usize = PUBLIC_TASKS;
+pub use crate::limits::MECHANISM_TASKS_MAX;
+// A mechanism iteration may take every public task, and no more.
+const _: () = assert!(MECHANISM_TASKS_MAX == PUBLIC_TASKS);
 /// Fewest trials per case of a replicated experiment (CLASS-1).
 pub const REPLICATED_TRIALS_MIN: usize = 3;
 /// The EC2 Standard On-Demand vCPU quota code (GATE-2).

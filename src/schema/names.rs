@@ -8,14 +8,10 @@
 use crate::error::{Error, Result};
 use crate::schema::events::CaseRef;
 
-/// Longest task part of a benchledger trial name, in bytes.
-pub const TRIAL_NAME_TASK_BYTES_MAX: usize = 128;
-/// Longest group part of a benchledger trial name, in bytes.
-pub const TRIAL_NAME_GROUP_BYTES_MAX: usize = 64;
-/// Longest trial-identity part of a benchledger trial name, in bytes.
-pub const TRIAL_NAME_TRIAL_BYTES_MAX: usize = 32;
-/// Highest replacement number a trial name can carry (`-r99`).
-pub const TRIAL_NAME_REPLACEMENT_MAX: u8 = 99;
+pub use crate::limits::TRIAL_NAME_GROUP_BYTES_MAX;
+pub use crate::limits::TRIAL_NAME_REPLACEMENT_MAX;
+pub use crate::limits::TRIAL_NAME_TASK_BYTES_MAX;
+pub use crate::limits::TRIAL_NAME_TRIAL_BYTES_MAX;
 
 /// A benchledger case a trial name maps to: (task, group, case).
 pub type MappedCase = (String, String, CaseRef);

@@ -23,19 +23,11 @@
 //! - a masked or referenced value is not a secret: Harbor writes `sk-l****ret`
 //!   or `${KEY}`, manifests write env var names and file paths.
 
-/// Most bytes between a context keyword and its value (quotes, blanks, `=`,
-/// `:`, `=>`, JSON escapes), and most blanks after `Bearer`. A longer gap is
-/// not read as an assignment.
-pub const ASSIGNMENT_SEPARATOR_BYTES_MAX: usize = 16;
+pub use crate::limits::ASSIGNMENT_SEPARATOR_BYTES_MAX;
 
-/// Most bytes of an assigned value or bearer token read to find where it
-/// ends. A value that reaches this length without ending is treated as a
-/// credential (fail closed), since its mask, if any, was not seen.
-pub const VALUE_SCAN_BYTES_MAX: usize = 512;
+pub use crate::limits::VALUE_SCAN_BYTES_MAX;
 
-/// Most bytes of the label between `-----BEGIN ` and `-----` in a PEM header
-/// (`ENCRYPTED PRIVATE KEY` is 21, `PGP PRIVATE KEY BLOCK` is 21).
-pub const PEM_LABEL_BYTES_MAX: usize = 48;
+pub use crate::limits::PEM_LABEL_BYTES_MAX;
 
 /// Fewest bytes of a value assigned to a named vendor credential variable
 /// (`OPENAI_API_KEY=...`) for it to count as a secret.
@@ -54,9 +46,7 @@ pub const AWS_SECRET_KEY_BYTES: usize = 40;
 /// Fewest bytes of an AWS session token value.
 pub const AWS_SESSION_TOKEN_BYTES_MIN: usize = 100;
 
-/// Most letters, `_` or `-` read after the word `secret` before its value
-/// (`secret_key`, `SecretValue`, `secret-access-key`).
-pub const SECRET_WORD_TAIL_BYTES_MAX: usize = 16;
+pub use crate::limits::SECRET_WORD_TAIL_BYTES_MAX;
 
 /// One credential shape found in a text; never carries the matched value.
 #[derive(Debug, Clone, PartialEq, Eq)]

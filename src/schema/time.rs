@@ -67,8 +67,7 @@ pub enum TimeError {
     Invalid(String),
 }
 
-/// Most fractional-second digits a strict form accepts (nanoseconds).
-pub const FRACTION_DIGITS_MAX: usize = 9;
+pub use crate::limits::FRACTION_DIGITS_MAX;
 
 // ---------------------------------------------------------------------------
 // The syntax

@@ -14,9 +14,7 @@ use crate::gates::rules::{clean, AwsError, LIVE_INSTANCE_STATES};
 use crate::schema::central::CentralInstance;
 use crate::schema::manifest::{CentralLaunch, ManifestFile};
 
-/// Most central hosts one exact-tag query may answer with (more is refused,
-/// never truncated; exactly one may exist).
-const CENTRAL_ANSWER_MAX: usize = 16;
+use crate::limits::CENTRAL_ANSWER_MAX;
 
 impl Session {
     /// DescribeInstances with these filters, as central-host observations

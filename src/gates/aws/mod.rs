@@ -60,27 +60,21 @@ pub const AWS_CONNECT_TIMEOUT_MS: u64 = 5_000;
 pub const AWS_ATTEMPT_TIMEOUT_MS: u64 = 20_000;
 /// Longest wait for one API call with its retries, in milliseconds.
 pub const AWS_OPERATION_TIMEOUT_MS: u64 = 60_000;
-/// Attempts per API call (1 = no retry).
-pub const AWS_ATTEMPTS_MAX: u32 = 3;
+pub use crate::limits::AWS_ATTEMPTS_MAX;
 /// Longest wait for one instance metadata (IMDS) request, in milliseconds.
 pub const IMDS_TIMEOUT_MS: u64 = 2_000;
 /// The instance metadata service on an EC2 host.
 pub const IMDS_ENDPOINT_DEFAULT: &str = "http://169.254.169.254";
-/// Pages one paginated Describe* query may read; more is an error (the
-/// query is never silently truncated).
-pub const DESCRIBE_PAGES_MAX: usize = 100;
+pub use crate::limits::DESCRIBE_PAGES_MAX;
 /// Results asked per DescribeInstances page.
 pub const INSTANCES_PER_PAGE: i32 = 1000;
 /// Results asked per DescribeVolumes / DescribeNetworkInterfaces page.
 pub const VOLUMES_PER_PAGE: i32 = 500;
-/// Values one EC2 filter may carry (AWS allows 200).
-pub const FILTER_VALUES_MAX: usize = 200;
+pub use crate::limits::FILTER_VALUES_MAX;
 /// Instance types per DescribeInstanceTypes call (AWS allows 100).
 pub const INSTANCE_TYPES_PER_CALL: usize = 100;
-/// Largest AWS config or credentials file read, in bytes.
-pub const PROFILE_FILE_BYTES_MAX: usize = 1024 * 1024;
-/// Longest `role_arn` -> `source_profile` chain followed.
-pub const PROFILE_CHAIN_MAX: usize = 4;
+pub use crate::limits::PROFILE_CHAIN_MAX;
+pub use crate::limits::PROFILE_FILE_BYTES_MAX;
 /// How long `terminate` waits for terminated instances before deleting
 /// their volumes and interfaces, in milliseconds.
 pub const TERMINATE_WAIT_MS: u64 = 600_000;

@@ -8,8 +8,7 @@ use crate::method::projections::{Claim, SignOff};
 use crate::schema::events::{Event, ManifestSignedOff, ManifestSignedOffV2, SignOffRole};
 use crate::schema::rule::Rule;
 
-/// Longest sign-off name, in bytes.
-pub const SIGN_OFF_NAME_BYTES_MAX: usize = 128;
+pub use crate::limits::SIGN_OFF_NAME_BYTES_MAX;
 
 /// `manifest freeze`: appends the frozen manifest unless its lineage label
 /// was frozen before (FREEZE-3) or it reuses any run-scoped path, port,

@@ -37,16 +37,11 @@ use validate::{refused, validate, validate_private};
 
 /// The manifest format version this build reads.
 pub const MANIFEST_VERSION: u16 = 2;
-/// Largest manifest file (public or private), in bytes.
-pub const MANIFEST_FILE_BYTES_MAX: usize = 1024 * 1024;
-/// Most tasks one lineage may declare.
-pub const TASKS_MAX: usize = 1_000;
-/// Most trial identities per task.
-pub const TRIALS_MAX: usize = 100;
-/// Most groups one lineage may declare (evaluation and non-evaluation).
-pub const GROUPS_MAX: usize = 16;
-/// Longest label (lineage, group, task, trial, tag value), in bytes.
-pub const LABEL_BYTES_MAX: usize = 128;
+pub use crate::limits::GROUPS_MAX;
+pub use crate::limits::LABEL_BYTES_MAX;
+pub use crate::limits::MANIFEST_FILE_BYTES_MAX;
+pub use crate::limits::TASKS_MAX;
+pub use crate::limits::TRIALS_MAX;
 
 /// A manifest that passed every check, with its plan and its derived
 /// hashes and keys: what `manifest freeze` appends (`manifest_frozen.v2`,

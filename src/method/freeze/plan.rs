@@ -18,20 +18,13 @@ use crate::schema::rule::Rule;
 
 use super::validate::{input_error, refused};
 
-/// Most words of an argv template.
-pub const ARGV_WORDS_MAX: usize = 64;
-/// Longest word of an argv template, in bytes.
-pub const ARGV_WORD_BYTES_MAX: usize = 4096;
-/// Largest clock-skew bound of the launch window, in seconds (BIND-1).
-pub const CLOCK_SKEW_SEC_MAX: u64 = 3_600;
-/// Longest a launched case process may run, in seconds (two days).
-pub const LAUNCH_TIMEOUT_SEC_MAX: u64 = 172_800;
-/// Longest pause between two receipt polls, in seconds.
-pub const RECEIPT_POLL_SEC_MAX: u64 = 3_600;
-/// Most keys in one signer list.
-pub const SIGNERS_MAX: usize = 16;
-/// Most extra kwargs of one TrialConfig section.
-pub const KWARGS_MAX: usize = 32;
+pub use crate::limits::ARGV_WORDS_MAX;
+pub use crate::limits::ARGV_WORD_BYTES_MAX;
+pub use crate::limits::CLOCK_SKEW_SEC_MAX;
+pub use crate::limits::KWARGS_MAX;
+pub use crate::limits::LAUNCH_TIMEOUT_SEC_MAX;
+pub use crate::limits::RECEIPT_POLL_SEC_MAX;
+pub use crate::limits::SIGNERS_MAX;
 /// The Harbor 0.25 exceptions after which the verifier scored an
 /// environment that stayed reachable: the only ones that may be accepted
 /// (BIND-3).

@@ -49,9 +49,7 @@ use crate::method::projections::{GroupState, LineageState, State};
 use crate::schema::events::{CaseRef, GateRow, GroupRef};
 use crate::schema::manifest::Tier;
 
-/// At most this many ids are named in one row's evidence text; the count of
-/// the rest follows. The JSON forms (`gate --json`) list them all.
-pub const EVIDENCE_IDS_MAX: usize = 12;
+pub use crate::limits::EVIDENCE_IDS_MAX;
 
 /// The gate rows of method.md section 10, in the order they are shown, each
 /// with the status its failure maps to (VERDICT-1).
