@@ -390,3 +390,19 @@ fn a_tlog_proof_parses_back_and_verifies_with_the_key_alone() {
         r.stderr
     );
 }
+
+/// `export --tiles --key` appends a signed checkpoint first, as `checkpoint
+/// sign` does: that one append is announced once on stderr, never twice and
+/// never on stdout (issue 33 item 8).
+#[test]
+fn export_tiles_with_a_key_announces_its_one_append_once() {
+    let h = ledger_of(3);
+    let r = h.ok(&["export", "--tiles", "t", "--key", "op.key"]);
+    assert_eq!(
+        r.stderr.matches("appended seq").count(),
+        1,
+        "one append, one announcement: {}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("appended"), "{}", r.stdout);
+}

@@ -33,9 +33,10 @@ pub(crate) fn run_export_tiles(
     wait: Duration,
 ) -> anyhow::Result<ExitCode> {
     if let Some(key) = key {
+        // `sign_head` announces its append; this says only what it is for.
         let (seq, cp, _) = crate::cli::tlog::sign_head(cli, key, wait)?;
         eprintln!(
-            "benchledger: appended seq {seq}: a checkpoint of size {} signed with {}",
+            "benchledger: the checkpoint at seq {seq} (size {}, signed with {}) is the one published",
             cp.size(),
             key.display()
         );
