@@ -146,3 +146,22 @@ fn appending_verbs_announce_the_append_on_stderr_and_keep_it() {
     assert!(sign.stderr.contains("appended seq 3"), "{}", sign.stderr);
     h.ok(&["verify"]);
 }
+
+/// `-q/--quiet` (issue 33 item 8): an append is not announced and nothing
+/// else of a success reaches stderr; the record is still written, stdout
+/// still carries the data, and an error still prints with its exit code.
+#[test]
+fn quiet_appends_without_a_word_on_stderr_but_errors_still_print() {
+    let h = Harness::new();
+    let init = h.run(&["-q", "init", "--json"]);
+    assert_eq!((init.code, init.stderr.as_str()), (0, ""), "{}", init.stderr);
+    assert!(init.stdout.contains("\"head_seq\""), "{}", init.stdout);
+    let note = h.run(&["note", "--quiet", "gates rechecked"]);
+    assert_eq!((note.code, note.stderr.as_str()), (0, ""));
+    assert_eq!(h.ok(&["head", "--json"]).json()["head_seq"], 1, "written");
+    let loud = h.run(&["note", "again"]);
+    assert!(loud.stderr.contains("appended seq 2"), "{}", loud.stderr);
+    let bad = h.run(&["-q", "verify", "--against", "/no/such.note"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.starts_with("error: "), "{}", bad.stderr);
+}

@@ -48,6 +48,9 @@ pub(crate) fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
 /// Says on stderr what an append did, before anything goes to stdout: a
 /// reader who closed stdout (`| head`) still sees that records were written.
 pub(crate) fn announce(done: &[Appended]) {
+    if crate::cli::out::quiet() {
+        return;
+    }
     let written: Vec<&Appended> = done.iter().filter(|a| a.appended).collect();
     match (written.first(), written.last()) {
         (Some(first), Some(last)) if first.seq == last.seq => eprintln!(

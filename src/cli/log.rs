@@ -218,11 +218,13 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
     let mut id = [0u8; 16];
     getrandom::fill(&mut id).map_err(|e| Error::io("read randomness for the ledger id", e))?;
     let (_, genesis) = Ledger::create(dir, wait, id, &cli.actor, now_utc_ns())?;
-    eprintln!(
-        "benchledger: appended seq {} hash {} (genesis)",
-        genesis.seq,
-        hex::encode(genesis.hash)
-    );
+    if !crate::cli::out::quiet() {
+        eprintln!(
+            "benchledger: appended seq {} hash {} (genesis)",
+            genesis.seq,
+            hex::encode(genesis.hash)
+        );
+    }
     if a.json {
         print_json(&json!({
             "dir": dir.display().to_string(),

@@ -116,6 +116,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SECS", default_value_t = LOCK_WAIT_MS_DEFAULT as f64 / 1000.0)]
     pub lock_timeout: f64,
 
+    /// Print no append announcements, progress or warnings on stderr;
+    /// errors, a refusal's reason and everything on stdout still print.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
     /// Who is appending (recorded in every record this command writes).
     #[arg(
         long,
@@ -270,10 +275,12 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    crate::cli::out::set_quiet(cli.quiet);
+    let level = if cli.quiet { "error" } else { "warn" };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
         )
         .with_target(false)
         // colour only on a terminal: a piped or redirected stderr gets text

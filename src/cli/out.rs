@@ -8,6 +8,18 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static CLOSED: AtomicBool = AtomicBool::new(false);
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `-q/--quiet`: no append announcements, progress or warnings on stderr
+/// (errors, a refusal's reason and every output on stdout still print).
+pub(crate) fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `-q/--quiet` was given.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
 
 /// Whether the reader closed stdout; long outputs stop producing then.
 pub(crate) fn closed() -> bool {

@@ -16,9 +16,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long work runs before its bar is drawn.
 pub(crate) const SHOW_AFTER: Duration = Duration::from_millis(400);
 
-/// Whether progress may be drawn: stderr is a terminal.
+/// Whether progress may be drawn: stderr is a terminal and `-q` was not
+/// given.
 pub(crate) fn enabled() -> bool {
-    io::stderr().is_terminal()
+    io::stderr().is_terminal() && !crate::cli::out::quiet()
 }
 
 /// What a bar counts.
