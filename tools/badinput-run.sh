@@ -8,7 +8,7 @@
 # credential, reached the terminal with a raw control character, appended
 # on a refusal (other than BIND-12's record of a refused evidence file),
 # left the ledger unverifiable, ran past its time bound or exited outside
-# the README's exit-code table for it.
+# the exit-code table of docs/reference.md for it.
 #
 #   bash tools/badinput-run.sh OUT.jsonl
 #

@@ -54,7 +54,7 @@ struct Input {
     args: Vec<String>,
     files: Vec<FileSpec>,
     prep: Vec<Prep>,
-    /// Exit codes this input may give (the README's table: 2 bad input,
+    /// Exit codes this input may give (the table of docs/reference.md: 2 bad input,
     /// 3 a rule, 4 the environment, 1 a check that does not hold).
     exits: Vec<i32>,
     /// A known bug of the corpus (its exit is then not held against it).

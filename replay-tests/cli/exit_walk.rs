@@ -1,7 +1,7 @@
 //! The exit-code walk (issue 29): every verb of the clap tree, down each of
 //! its refusal paths (bad usage, an unknown lineage or group, a missing
 //! file, a rule's refusal, the environment), with the exit class each path
-//! must give checked against the README's exit-code table, and the head
+//! must give checked against the exit-code table of docs/reference.md, and the head
 //! checked unchanged wherever that table says nothing is appended. A verb
 //! without an entry here fails the walk.
 //!
@@ -18,7 +18,7 @@ use benchledger::log::ledger::Ledger;
 
 use super::{Harness, Run, MANIFEST, PRIVATE};
 
-/// A refusal path (a way down a verb), and the class of the README's
+/// A refusal path (a way down a verb), and the class of docs/reference.md's
 /// table it must give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Way {
@@ -805,15 +805,15 @@ const WALK: &[(&str, &[Step])] = &[
     ),
 ];
 
-/// The README's exit-code table: code -> whether it says nothing is
+/// The exit-code table of docs/reference.md: code -> whether it says nothing is
 /// appended, and the exception it names.
 fn readme_table() -> BTreeMap<i32, String> {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
     let table = readme
         .split("### Exit codes")
         .nth(1)
-        .expect("the README has an exit-code section");
+        .expect("docs/reference.md has an exit-code section");
     table
         .lines()
         .skip_while(|l| !l.starts_with("| exit"))
@@ -829,7 +829,7 @@ fn readme_table() -> BTreeMap<i32, String> {
         .collect()
 }
 
-/// Whether the README says a refusal of exit `code` appends nothing, and
+/// Whether docs/reference.md says a refusal of exit `code` appends nothing, and
 /// whether it names BIND-12's record as the one exception.
 fn nothing_appended(table: &BTreeMap<i32, String>, code: i32) -> (bool, bool) {
     let text = &table[&code];
@@ -921,7 +921,7 @@ fn every_verb_s_refusal_paths_exit_as_the_readme_table_says() {
     assert_eq!(
         table.keys().copied().collect::<Vec<_>>(),
         vec![0, 1, 2, 3, 4, 130],
-        "the README's exit-code table"
+        "the exit-code table of docs/reference.md"
     );
     let w = World::new();
     let leaves = super::argv_fuzz::leaf_verbs();
@@ -957,7 +957,10 @@ fn every_verb_s_refusal_paths_exit_as_the_readme_table_says() {
             problems.push(format!("exit {} (the {path:?} path is {want})", r.code));
         }
         if !table.contains_key(&r.code) {
-            problems.push(format!("exit {} is not in the README's table", r.code));
+            problems.push(format!(
+                "exit {} is not in the table of docs/reference.md",
+                r.code
+            ));
         }
         if r.stderr.contains("panicked at") {
             problems.push("panicked".into());
@@ -996,7 +999,7 @@ fn every_verb_s_refusal_paths_exit_as_the_readme_table_says() {
     );
     assert!(
         failures.is_empty(),
-        "{} refusal paths disagree with the README's table:\n{}",
+        "{} refusal paths disagree with the table of docs/reference.md:\n{}",
         failures.len(),
         failures.join("\n")
     );

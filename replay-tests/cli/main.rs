@@ -43,6 +43,8 @@ mod harbor_trees;
 mod pipes;
 #[path = "read_only.rs"]
 mod read_only;
+#[path = "readme.rs"]
+mod readme;
 #[path = "reliability.rs"]
 mod reliability;
 #[path = "report.rs"]

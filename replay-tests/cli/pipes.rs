@@ -154,7 +154,12 @@ fn appending_verbs_announce_the_append_on_stderr_and_keep_it() {
 fn quiet_appends_without_a_word_on_stderr_but_errors_still_print() {
     let h = Harness::new();
     let init = h.run(&["-q", "init", "--json"]);
-    assert_eq!((init.code, init.stderr.as_str()), (0, ""), "{}", init.stderr);
+    assert_eq!(
+        (init.code, init.stderr.as_str()),
+        (0, ""),
+        "{}",
+        init.stderr
+    );
     assert!(init.stdout.contains("\"head_seq\""), "{}", init.stdout);
     let note = h.run(&["note", "--quiet", "gates rechecked"]);
     assert_eq!((note.code, note.stderr.as_str()), (0, ""));

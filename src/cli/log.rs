@@ -474,17 +474,11 @@ pub(crate) fn run_note(cli: &Cli, a: &NoteArgs, wait: Duration) -> anyhow::Resul
     let done = ledger.append(&[draft], now_utc_ns())?;
     announce(&done);
     let done = done[0];
+    // The append is announced once, on stderr (`announce`); stdout carries
+    // only the JSON document when asked for.
     if a.json {
         print_json(
             &json!({ "seq": done.seq, "hash": hex::encode(done.hash), "appended": done.appended }),
-        )?;
-    } else if done.appended {
-        outln!("appended seq {} hash {}", done.seq, hex::encode(done.hash))?;
-    } else {
-        outln!(
-            "already recorded at seq {} hash {}",
-            done.seq,
-            hex::encode(done.hash)
         )?;
     }
     Ok(ExitCode::SUCCESS)
