@@ -972,6 +972,82 @@ fn every_rule_of_the_method_is_named_by_an_assertion() {
     );
 }
 
+/// The tests (`#[test]` functions, not `#[ignore]`d) whose body can
+/// `return;` before its first assertion: a test that passes by doing
+/// nothing (issue 33 item 1). Each as `name`.
+fn early_returns(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("#[test]") {
+        let rest = &text[at..];
+        let Some(fn_at) = rest.find("fn ") else {
+            continue;
+        };
+        if rest[..fn_at].contains("#[ignore") {
+            continue;
+        }
+        let name: String = rest[fn_at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = rest[fn_at..].find('{') else {
+            continue;
+        };
+        let body = macro_args(
+            &rest[fn_at + open..]
+                .replacen('{', "(", 1)
+                .replace(['{', '}'], " "),
+        );
+        let first_assert = body.find("assert").unwrap_or(usize::MAX);
+        let returns = body
+            .match_indices("return")
+            .filter(|(i, _)| {
+                let before = body[..*i].chars().last().unwrap_or(' ');
+                !(before.is_alphanumeric() || before == '_')
+                    && body[i + "return".len()..].trim_start().starts_with(';')
+            })
+            .map(|(i, _)| i)
+            .next();
+        if returns.is_some_and(|r| r < first_assert) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// No test passes by returning before its first assertion (issue 33 item
+/// 1): one that cannot run in a configuration is compiled out or ignored
+/// with its reason.
+#[test]
+fn no_test_returns_before_its_first_assertion() {
+    let found = early_returns(&test_text());
+    assert!(
+        found.is_empty(),
+        "tests that can pass by returning early: {found:?}"
+    );
+    let planted = r#"
+        #[TEST]
+        fn skips_quietly() {
+            let Ok(x) = std::fs::read_to_string("f") else {
+                return;
+            };
+            assert_eq!(x, "y");
+        }
+        #[TEST]
+        fn asserts_first() {
+            assert!(true);
+            if cfg!(feature = "aws") { return; }
+        }
+        #[TEST]
+        #[ignore = "spawned by another test"]
+        fn child() {
+            if std::env::var("X").is_err() { return; }
+            assert!(true);
+        }
+    "#
+    .replace("#[TEST]", "#[test]");
+    assert_eq!(early_returns(&planted), ["skips_quietly"]);
+}
+
 /// A rule cited only in a comment, a doc line or a function's name is not
 /// counted; in an assertion's message or its compared values it is.
 #[test]
