@@ -25,7 +25,10 @@ pub mod proofs;
 mod text;
 pub mod tiles;
 pub mod tlog_proof;
-pub mod vectors;
+/// The independent verifier's vectors, with TEST-ONLY keys: compiled for
+/// the tests alone, never into the production binary.
+#[cfg(test)]
+mod vectors;
 
 #[cfg(test)]
 mod tests;
