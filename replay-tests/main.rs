@@ -838,41 +838,63 @@ fn asserted_rules(text: &str) -> std::collections::BTreeSet<String> {
 /// The text of a macro call's arguments from its opening parenthesis to
 /// the matching close, string literals kept, `//` comments dropped.
 fn macro_args(from: &str) -> String {
+    delimited(from, '(', ')')
+}
+
+/// The text from an opening `open` to its matching `close` (a macro's
+/// arguments, a function's body), string literals kept, `//` comments
+/// dropped.
+fn delimited(from: &str, open: char, close: char) -> String {
+    let b: Vec<char> = from.chars().collect();
     let mut out = String::new();
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    let mut chars = from.chars().peekable();
-    while let Some(c) = chars.next() {
-        if in_str {
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        let c = b[i];
+        // A char literal ('{', '\'') is one token, never a delimiter.
+        let literal = match (c, b.get(i + 1), b.get(i + 2), b.get(i + 3)) {
+            ('\'', Some('\\'), Some(_), Some('\'')) => 4,
+            ('\'', Some(x), Some('\''), _) if *x != '\\' => 3,
+            _ => 0,
+        };
+        if literal > 0 {
+            out.extend(&b[i..i + literal]);
+            i += literal;
+            continue;
+        }
+        if c == '"' {
+            // A string literal, kept whole.
             out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
+            i += 1;
+            while i < b.len() {
+                out.push(b[i]);
+                if b[i] == '\\' && i + 1 < b.len() {
+                    out.push(b[i + 1]);
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+                if b[i - 1] == '"' {
+                    break;
+                }
             }
             continue;
         }
-        match c {
-            '"' => in_str = true,
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-                out.push('\n');
-                continue;
+        if c == '/' && b.get(i + 1) == Some(&'/') {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
             }
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return out;
-                }
+            continue;
+        }
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return out;
             }
-            _ => {}
         }
         out.push(c);
+        i += 1;
     }
     out
 }
@@ -992,11 +1014,7 @@ fn early_returns(text: &str) -> Vec<String> {
         let Some(open) = rest[fn_at..].find('{') else {
             continue;
         };
-        let body = macro_args(
-            &rest[fn_at + open..]
-                .replacen('{', "(", 1)
-                .replace(['{', '}'], " "),
-        );
+        let body = delimited(&rest[fn_at + open..], '{', '}');
         let first_assert = body.find("assert").unwrap_or(usize::MAX);
         let returns = body
             .match_indices("return")
@@ -1036,6 +1054,13 @@ fn no_test_returns_before_its_first_assertion() {
         fn asserts_first() {
             assert!(true);
             if cfg!(feature = "aws") { return; }
+        }
+        #[TEST]
+        fn unwraps_only() {
+            let _ = std::fs::read_to_string("f").unwrap();
+        }
+        fn helper() {
+            return;
         }
         #[TEST]
         #[ignore = "spawned by another test"]

@@ -25,8 +25,13 @@ struct WitnessProcess {
 
 impl Drop for WitnessProcess {
     fn drop(&mut self) {
+        // Killed by its pid, then reaped within a bound (never a panic in
+        // a drop).
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
 

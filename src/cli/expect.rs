@@ -45,6 +45,9 @@ fn observed(path: &Path, wait: Duration) -> anyhow::Result<expect::Observed> {
         return Ok(expect::observe(&ledger)?);
     }
     let target = std::env::temp_dir().join("benchledger-expect");
+    // What an earlier `expect` killed before its drop left, once its
+    // process is gone (the staging names' own rule).
+    crate::log::staging::remove_stale(&target, "ledger");
     let dir = TempLedger(crate::log::staging::temp_beside(&target, "ledger")?);
     let ledger = crate::log::export::import_file(path, &dir.0, wait)?;
     let got = expect::observe(&ledger)?;

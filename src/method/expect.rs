@@ -112,8 +112,9 @@ pub struct RefusalExpect {
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(untagged)]
 pub enum StopExpect {
-    /// `stopped = false`: it must not have stopped.
-    None(bool),
+    /// `stopped = false`: it must not have stopped; `stopped = true`: it
+    /// must have, by any rule at any seq.
+    Flag(bool),
     /// `stopped = { seq = N, rule = "..." }`.
     At(RefusalExpect),
 }
@@ -280,8 +281,8 @@ fn check_stop(l: &LineageState, want: &StopExpect, out: &mut Vec<Mismatch>) {
         shown(Some(seq), rule)
     });
     let (agrees, expected) = match want {
-        StopExpect::None(false) => (got.is_none(), "not stopped".to_string()),
-        StopExpect::None(true) => (got.is_some(), "stopped".to_string()),
+        StopExpect::Flag(false) => (got.is_none(), "not stopped".to_string()),
+        StopExpect::Flag(true) => (got.is_some(), "stopped".to_string()),
         StopExpect::At(r) => (
             got.is_some_and(|(seq, rule)| rule == r.rule && r.seq.is_none_or(|s| s == seq)),
             shown(r.seq, &r.rule),

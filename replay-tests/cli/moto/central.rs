@@ -293,7 +293,9 @@ fn moto_a_run_killed_between_launch_and_its_observation_is_adopted_on_rerun() {
     let launched = tagged(run);
     hosts.adopt(&launched);
     child.kill().unwrap();
-    child.wait().unwrap();
+    await_until("the killed run to be reaped", || {
+        child.try_wait().unwrap().is_some()
+    });
     drop(held);
     assert!(
         central_checks(&h, "central_host").is_empty(),
