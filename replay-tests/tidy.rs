@@ -14,6 +14,10 @@
 //!   tools/test-all.sh for the library and binary);
 //! - no rule id is written as a string literal outside `schema/rule.rs`:
 //!   rules are `Rule` values;
+//! - no refusal is decided in `cli/`: its code names no `Rule::` value and
+//!   builds no `Refused` error (a rule decides in `method`, or in `gates`'
+//!   pure AWS rules; `cli/` gathers facts, calls, prints, and may cite a
+//!   rule id in the text of a message);
 //! - every bound (`const NAME_MAX`) is defined in `limits.rs` (a module
 //!   re-exports it where its users look); `log/tlog/` keeps its own format
 //!   bounds, being the self-contained C2SP and RFC 6962 module that uses
@@ -491,6 +495,29 @@ fn variant_of(id: &str) -> String {
     format!("{}{}{n}", &p[..1], p[1..].to_lowercase())
 }
 
+/// A refusal decided in `cli/`: a `Rule::` value named (not a longer path
+/// ending in `Rule::`, such as `TrailerRule::`) or a `Refused` error built
+/// or matched by its fields.
+pub fn check_cli_refusals(sources: &[Source]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in sources.iter().filter(|s| s.layer == "cli") {
+        for (i, line) in s.code.lines().enumerate() {
+            let named_rule = line
+                .match_indices("Rule::")
+                .any(|(at, _)| !ident_char_before(line, at));
+            if named_rule || line.contains("Refused {") {
+                out.push(Finding(format!(
+                    "src/{}:{}: a refusal decided in cli/ ({}); decide it in method and return its error",
+                    s.rel,
+                    i + 1,
+                    line.trim()
+                )));
+            }
+        }
+    }
+    out
+}
+
 /// A `const NAME_MAX` (a bound) defined outside `limits.rs` and `log/tlog/`.
 pub fn check_bounds(sources: &[Source]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -526,6 +553,7 @@ pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     all.extend(check_function_lengths(&sources));
     all.extend(check_rule_literals(&sources));
     all.extend(check_bounds(&sources));
+    all.extend(check_cli_refusals(&sources));
     all.into_iter().collect()
 }
 
@@ -568,6 +596,20 @@ fn a_bound_outside_limits_is_found() {
     assert!(found[1]
         .0
         .contains("src/method/y.rs:1: the bound INNER_MAX"));
+}
+
+#[test]
+fn a_refusal_decided_in_cli_is_found() {
+    let planted = source_of(
+        "cli/ingest.rs",
+        "fn f() -> Result<(), Error> {\n    let _ = TrailerRule::Optional;\n    Err(Error::Refused {\n        rule: Rule::Case8,\n        message: String::new(),\n    })\n}\n#[cfg(test)]\nmod tests {\n    fn t() { let _ = Rule::Case8; }\n}\n",
+    );
+    let found = check_cli_refusals(&[planted]);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].0.starts_with("src/cli/ingest.rs:3: a refusal decided in cli/"), "{found:?}");
+    assert!(found[1].0.starts_with("src/cli/ingest.rs:4:"), "{found:?}");
+    let elsewhere = source_of("method/decide/case.rs", "fn f() { let _ = Rule::Case8; }\n");
+    assert!(check_cli_refusals(&[elsewhere]).is_empty(), "method decides refusals");
 }
 
 #[test]

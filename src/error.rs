@@ -99,6 +99,14 @@ pub enum Error {
     },
 }
 
+/// A rule's refusal as the method's pure deciders return it (the rule
+/// and why), for the CLI to report without deciding anything itself.
+impl From<(crate::schema::rule::Rule, String)> for Error {
+    fn from((rule, message): (crate::schema::rule::Rule, String)) -> Self {
+        Error::Refused { rule, message }
+    }
+}
+
 impl Error {
     /// The exit class this error maps to.
     pub fn class(&self) -> ExitClass {
@@ -115,6 +123,24 @@ impl Error {
     /// Shorthand for an input error.
     pub fn input(msg: impl Into<String>) -> Self {
         Error::Input(msg.into())
+    }
+
+    /// A refusal with its message rewritten by `f`, its rule kept: the CLI
+    /// adds the file and line it was reading without deciding anything
+    /// itself. Any other error is returned as it is.
+    pub fn refusal_in_context(self, f: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            Error::Refused { rule, message } => Error::Refused {
+                message: f(&message),
+                rule,
+            },
+            other => other,
+        }
+    }
+
+    /// Whether a rule of the method refused (exit 3).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Error::Refused { .. })
     }
 
     /// Shorthand for an I/O error with its context. An `std::io::Error` is

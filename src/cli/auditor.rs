@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::limits::{AUDITOR_STATE_BYTES_MAX, LOCK_POLL_MS};
 use crate::log::tlog::{prove_consistency, Checkpoint, Hash, NodeSource};
 use crate::method::auditor::{judge, proof_needed, AuditorState, Judgement, Remembered};
-use crate::schema::rule::Rule;
 
 /// The environment variable that names the state file when `--state`
 /// does not.
@@ -40,8 +39,7 @@ pub(crate) fn state_path(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".config")))
         .ok_or_else(|| {
             crate::cli::common::BadUsage(format!(
-                "no configuration directory for the auditor state ({}): neither XDG_CONFIG_HOME nor HOME is an absolute path; name a file with --state or {STATE_ENV}",
-                Rule::Trust7
+                "no configuration directory for the auditor state (TRUST-7): neither XDG_CONFIG_HOME nor HOME is an absolute path; name a file with --state or {STATE_ENV}"
             ))
         })?;
     Ok(config.join("benchledger").join(STATE_FILE_NAME))
@@ -168,19 +166,18 @@ impl Judged {
 
     /// One line of text.
     pub(crate) fn line(&self) -> String {
-        let rule = Rule::Trust7;
         let file = self.file.display();
         match &self.judgement {
             Judgement::First => format!(
-                "auditor ({rule}): nothing remembered for {:?} in {file}: size {} is the first checkpoint accepted",
+                "auditor (TRUST-7): nothing remembered for {:?} in {file}: size {} is the first checkpoint accepted",
                 self.origin, self.size
             ),
             Judgement::Same => format!(
-                "auditor ({rule}): the checkpoint remembered for {:?} in {file} (size {})",
+                "auditor (TRUST-7): the checkpoint remembered for {:?} in {file} (size {})",
                 self.origin, self.size
             ),
             Judgement::Extends { from } => format!(
-                "auditor ({rule}): extends the size-{from} checkpoint remembered for {:?} in {file} (consistency proof from this ledger verified)",
+                "auditor (TRUST-7): extends the size-{from} checkpoint remembered for {:?} in {file} (consistency proof from this ledger verified)",
                 self.origin
             ),
             Judgement::Rollback { .. } | Judgement::Fork { .. } => {
@@ -194,12 +191,11 @@ impl Judged {
 pub(crate) fn committed_line(path: &Path, written: bool) -> String {
     if written {
         format!(
-            "auditor ({}): {} remembers the largest checkpoint accepted",
-            Rule::Trust7,
+            "auditor (TRUST-7): {} remembers the largest checkpoint accepted",
             path.display()
         )
     } else {
-        format!("auditor ({}): {} unchanged", Rule::Trust7, path.display())
+        format!("auditor (TRUST-7): {} unchanged", path.display())
     }
 }
 
@@ -255,9 +251,8 @@ fn read_state(path: &Path) -> anyhow::Result<AuditorState> {
     let bytes = crate::error::read_regular(path, AUDITOR_STATE_BYTES_MAX)?;
     let corrupt = |why: String| {
         Error::input(format!(
-            "{}: the auditor state ({}) cannot be used: {why}; it is never reset: restore it, or name another file with --state",
-            path.display(),
-            Rule::Trust7
+            "{}: the auditor state (TRUST-7) cannot be used: {why}; it is never reset: restore it, or name another file with --state",
+            path.display()
         ))
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| corrupt(format!("not UTF-8: {e}")))?;

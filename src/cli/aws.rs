@@ -8,8 +8,6 @@ use crate::gates::aws::Session;
 use crate::gates::rules::{self, AwsError, Selector, Target};
 use crate::method::freeze::PrivateToml;
 use crate::method::projections::LineageState;
-use crate::schema::events::Status;
-use crate::schema::rule::Rule;
 
 /// The endpoint override of every AWS call (never read from a manifest).
 pub const ENDPOINT_VAR: &str = "BENCHLEDGER_AWS_ENDPOINT_URL";
@@ -90,35 +88,10 @@ pub(crate) fn queried_identity(
     private: Option<&Private>,
 ) -> Result<String, AwsError> {
     let id = session.caller_identity()?;
-    let frozen = &l.frozen.manifest.private;
-    let ok = match private {
-        Some(p) => rules::judge_identity(&p.key, frozen, &id).status == Status::Pass,
-        None => crate::schema::manifest::redact_account(&id.account) == frozen.account.redacted,
-    };
-    if !ok {
-        return Err(AwsError(format!(
-            "GATE-1: the queries would run as {} ({}), not the frozen identity; run identity prove",
-            crate::schema::manifest::redact_arn(&id.arn),
-            crate::schema::manifest::redact_account(&id.account)
-        )));
-    }
-    let forms = rules::principal_forms(&id.arn);
-    Ok(crate::schema::manifest::redact_arn(
-        forms.last().unwrap_or(&id.arn),
-    ))
+    rules::queried_as_frozen(private.map(|p| &p.key), &l.frozen.manifest.private, &id)
 }
 
-/// A failed identity check as an error: a mismatch is refused by GATE-1
-/// (exit 3, before any quota or EC2 call); a failed call is exit 4.
-pub(crate) fn identity_error(e: AwsError) -> Error {
-    match e.0.strip_prefix("GATE-1: ") {
-        Some(m) => Error::Refused {
-            rule: Rule::Gate1,
-            message: m.to_string(),
-        },
-        None => e.into(),
-    }
-}
+pub(crate) use rules::identity_error;
 
 pub(crate) fn optional_private(
     l: &LineageState,

@@ -61,9 +61,8 @@ mod with_aws {
     use crate::method::central::{self, Up};
     use crate::method::projections::LineageState;
     use crate::schema::central::{keys, CentralAction, CentralInstance};
-    use crate::schema::events::{CheckRecorded, Event, LineageStopped, Status};
+    use crate::schema::events::{CheckRecorded, Event, Status};
     use crate::schema::manifest::CentralMode;
-    use crate::schema::rule::Rule;
 
     /// A central-host observation as recorded.
     pub(crate) struct Observed {
@@ -82,10 +81,6 @@ mod with_aws {
     fn client_token(l: &LineageState) -> String {
         let h = blake3::hash(format!("benchledger central {}", l.frozen.lineage_key).as_bytes());
         format!("benchledger-central-{}", &h.to_hex()[..32])
-    }
-
-    fn refused((rule, message): (Rule, String)) -> anyhow::Error {
-        Error::Refused { rule, message }.into()
     }
 
     /// The host `action` points at, observed once it left `pending`.
@@ -150,7 +145,7 @@ mod with_aws {
             }
             _ => Vec::new(),
         };
-        let plan = central::up(l, &tagged).map_err(refused)?;
+        let plan = central::up(l, &tagged).map_err(Error::from)?;
         let (action, expected, seen) = observe(l, session, &plan);
         let env_error = seen.is_err();
         let obs = central::observation(
@@ -161,17 +156,8 @@ mod with_aws {
             &target.region,
         );
         let mut events = vec![Event::CheckRecorded(obs.clone())];
-        let differs = obs.details.contains_key(keys::MISMATCHES) && !env_error;
-        if differs && l.stopped.is_none() {
-            events.push(Event::LineageStopped(LineageStopped {
-                lineage: l.frozen.lineage.clone(),
-                rule: Rule::Verdict3.into(),
-                reason: format!(
-                    "the central host differs from the frozen one: {}",
-                    obs.details.get(keys::MISMATCHES).map_or("", String::as_str)
-                ),
-                evidence_seq: None,
-            }));
+        if let Some(stop) = central::mismatch_stop(l, &obs, env_error) {
+            events.push(Event::LineageStopped(stop));
         }
         let done = append(cli, wait, events)?;
         Ok(Observed {
@@ -193,14 +179,8 @@ mod with_aws {
         private: Option<&Private>,
     ) -> anyhow::Result<Option<Observed>> {
         let m = &l.frozen.manifest.public;
-        if m.central.mode == CentralMode::Reuse || central::torn_down(l).is_some() {
+        if !central::down(l).map_err(Error::from)? {
             return Ok(None);
-        }
-        if l.central_launch.is_none() {
-            return Err(refused((
-                Rule::Freeze8,
-                "the manifest freezes no [central.launch]: this lineage's central host is the operator's to tear down".into(),
-            )));
         }
         queried_identity(session, l, private).map_err(identity_error)?;
         let mut ids: Vec<String> = ec2::tagged_central(session, m)?

@@ -18,7 +18,6 @@ use crate::method::projections::LineageState;
 use crate::schema::events::CheckRecorded;
 use crate::schema::events::{Event, Status};
 use crate::schema::manifest::Tier;
-use crate::schema::rule::Rule;
 
 /// `check` verbs: gate observations (GATE-3, GATE-4, GATE-7).
 #[derive(Debug, Subcommand)]
@@ -345,41 +344,16 @@ pub(crate) fn validate_config(
     config: &Path,
     expected: &[String],
 ) -> anyhow::Result<Recorded> {
-    let refused = |rule: Rule, message: String| Error::Refused { rule, message };
-    let Some(plan) = &l.plan else {
-        return Err(refused(
-            Rule::Bind7,
-            format!(
-                "lineage {:?} was frozen as v1, without a frozen validator: freeze a manifest_version 2 lineage",
-                l.frozen.lineage
-            ),
-        )
-        .into());
-    };
-    let validator = &plan.binding.validator;
-    let to_error = |e: checks::ValidationRefused| -> anyhow::Error {
-        match e {
-            checks::ValidationRefused::Input(m) => Error::input(m).into(),
-            checks::ValidationRefused::Rule(rule, m) => refused(rule, m).into(),
-        }
-    };
+    let validator = crate::method::gate_outcomes::frozen_validator(l)?;
     // The config first: a missing file is bad input whatever runs.
     checks::config_blake3(config).map_err(Error::input)?;
     if !expected.is_empty() {
-        let frozen = checks::frozen_validator_argv(validator, config).map_err(to_error)?;
-        if expected != frozen.as_slice() {
-            return Err(refused(
-                Rule::Bind7,
-                format!(
-                    "check config runs only the frozen validator command {frozen:?}, not {expected:?}; nothing ran"
-                ),
-            )
-            .into());
-        }
+        let frozen = checks::frozen_validator_argv(validator, config).map_err(Error::from)?;
+        crate::method::gate_outcomes::validator_command(expected, &frozen)?;
     }
     let timeout = Duration::from_millis(checks::CONFIG_VALIDATE_TIMEOUT_MS);
-    let obs =
-        checks::validate_config(&l.frozen.lineage, validator, config, timeout).map_err(to_error)?;
+    let obs = checks::validate_config(&l.frozen.lineage, validator, config, timeout)
+        .map_err(Error::from)?;
     append_check(cli, wait, obs)
 }
 

@@ -100,7 +100,7 @@ mod with_aws {
     use serde_json::json;
 
     use crate::cli::aws::*;
-    use crate::error::{Error, ExitClass};
+    use crate::error::ExitClass;
     use crate::gates::aws::{self, Session};
     use crate::gates::rules;
     use crate::limits::{MONITOR_INTERVAL_MS_MAX, MONITOR_INTERVAL_MS_MIN, MONITOR_SAMPLES_MAX};
@@ -109,7 +109,6 @@ mod with_aws {
     use crate::method::projections::LineageState;
     use crate::schema::events::{CleanupAudited, FoundResource, MonitorSampled, ResidueTerminated};
     use crate::schema::events::{Event, GroupRef, Status};
-    use crate::schema::rule::Rule;
     use crate::schema::time::now_utc_ns;
 
     /// Audits a group and appends the audit; returns it with its seq.
@@ -328,35 +327,6 @@ mod with_aws {
         })
     }
 
-    /// The latest cleanup audit of `g`, refused (CLEAN-1) when there is none
-    /// or it could not run: only what an audit proved the run's is touched.
-    fn latest_usable_audit(
-        latest: Option<(u64, CleanupAudited)>,
-        g: &GroupRef,
-    ) -> anyhow::Result<(u64, CleanupAudited)> {
-        let Some((audit_seq, audit)) = latest else {
-            return Err(Error::Refused {
-                rule: Rule::Clean1,
-                message: format!(
-                    "no cleanup audit of {}/{} in the ledger: only resources an audit proved the run's are terminated; run cleanup audit first",
-                    g.lineage, g.group
-                ),
-            }
-            .into());
-        };
-        if let Some(e) = &audit.error {
-            return Err(Error::Refused {
-                rule: Rule::Clean1,
-                message: format!(
-                    "the latest audit of {}/{} (seq {audit_seq}) could not run ({e}); run cleanup audit again",
-                    g.lineage, g.group
-                ),
-            }
-            .into());
-        }
-        Ok((audit_seq, audit))
-    }
-
     /// What `cleanup terminate` would do, without `--confirm`.
     fn print_plan(audit_seq: u64, plan: &[FoundResource], as_json: bool) -> anyhow::Result<()> {
         if as_json {
@@ -409,7 +379,8 @@ mod with_aws {
             let ledger = Ledger::open(&cli.ledger, wait)?;
             cleanup_history(&ledger, &g)?
         };
-        let (audit_seq, audit) = latest_usable_audit(history.latest_audit, &g)?;
+        let (audit_seq, audit) =
+            crate::method::gate_outcomes::usable_audit(history.latest_audit, &g.lineage, &g.group)?;
         let central = audit.excluded_central_instance_id.as_deref();
         let plan = rules::termination_plan(&audit.found, central);
         // The calls run as the frozen identity, or not at all.
@@ -463,7 +434,8 @@ mod with_aws {
             let ledger = Ledger::open(&cli.ledger, wait)?;
             cleanup_history(&ledger, &g)?
         };
-        let (audit_seq, audit) = latest_usable_audit(history.latest_audit, &g)?;
+        let (audit_seq, audit) =
+            crate::method::gate_outcomes::usable_audit(history.latest_audit, &g.lineage, &g.group)?;
         let central = audit.excluded_central_instance_id.as_deref();
         let plan = rules::termination_plan(&audit.found, central);
         if !a.confirm {

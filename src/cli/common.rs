@@ -17,7 +17,6 @@ use crate::log::chain::Head;
 use crate::log::ledger::{Appended, Draft, Ledger};
 use crate::method::projections::{LineageState, State};
 use crate::schema::events::{CaseRef, Event, GroupRef, Status};
-use crate::schema::rule::Rule;
 use crate::schema::time::now_utc_ns;
 
 /// A usage error found after parsing.
@@ -179,20 +178,7 @@ pub(crate) fn hash_file(path: impl AsRef<Path>) -> anyhow::Result<(String, Strin
     let path = path.as_ref();
     let bytes = crate::error::read_regular(path, crate::limits::SCANNED_FILE_BYTES_MAX)?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
-        for (i, line) in text.lines().enumerate() {
-            if let Some(f) = crate::schema::secrets::scan(line) {
-                return Err(Error::Refused {
-                    rule: Rule::Freeze2,
-                    message: format!(
-                        "{} line {}: looks like a credential ({}); evidence must be sanitized, nothing was appended",
-                        path.display(),
-                        i + 1,
-                        f.shape
-                    ),
-                }
-                .into());
-            }
-        }
+        crate::method::freeze::secrets::sanitized(&path.display().to_string(), text)?;
     }
     Ok((
         path.display().to_string(),

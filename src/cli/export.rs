@@ -17,7 +17,6 @@ use crate::cli::Cli;
 use crate::error::Error;
 use crate::log::ledger::Ledger;
 use crate::report;
-use crate::schema::rule::Rule;
 use anyhow::Context;
 use sha2::Digest;
 use std::io::BufWriter;
@@ -110,20 +109,11 @@ fn secret_scan(files: &[BundleFile]) -> anyhow::Result<serde_json::Value> {
         scanned.push(json!({ "path": f.path, "lines": lines, "findings": found.len() }));
         findings.extend(found);
     }
-    if !findings.is_empty() {
-        let named: Vec<String> = findings
-            .iter()
-            .map(|f| format!("{} line {} ({})", f.file, f.line, f.shape))
-            .collect();
-        return Err(Error::Refused {
-            rule: Rule::Freeze2,
-            message: format!(
-                "the secret scan found credential shapes in the bundle, nothing was written: {}",
-                crate::method::verdict::name_some(&named)
-            ),
-        }
-        .into());
-    }
+    let named: Vec<String> = findings
+        .iter()
+        .map(|f| format!("{} line {} ({})", f.file, f.line, f.shape))
+        .collect();
+    crate::method::freeze::secrets::bundle_clean(&named)?;
     Ok(json!({
         "scanner": "benchledger secrets::scan (credential shapes; values are never echoed)",
         "result": "clean",
@@ -476,10 +466,7 @@ mod tests {
         assert!(
             matches!(
                 e.downcast_ref::<Error>(),
-                Some(Error::Refused {
-                    rule: crate::schema::rule::Rule::Freeze2,
-                    ..
-                })
+                Some(e) if e.is_refused() && e.to_string().contains("FREEZE-2")
             ),
             "{msg}"
         );

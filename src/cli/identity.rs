@@ -61,9 +61,7 @@ mod with_aws {
     use crate::gates::rules::{self, Target};
     use crate::log::ledger::Appended;
     use crate::method::projections::LineageState;
-    use crate::schema::events::{Event, Status};
-    use crate::schema::events::{IdentityChecked, LineageStopped};
-    use crate::schema::rule::Rule;
+    use crate::schema::events::{Event, IdentityChecked, Status};
     use crate::schema::time::now_utc_ns;
 
     /// An identity proof as recorded.
@@ -107,18 +105,15 @@ mod with_aws {
         };
         let checked = batch.push(draft(Event::IdentityChecked(obs.clone())))?;
         let stop = match &outcome {
-            Ok(v) if v.status == Status::Fail && l.stopped.is_none() => {
-                Some(batch.push(draft(Event::LineageStopped(LineageStopped {
-                    lineage: l.frozen.lineage.clone(),
-                    rule: Rule::Gate1.into(),
-                    reason: format!(
-                        "the STS identity differs from the frozen manifest: {}",
-                        v.error.as_deref().unwrap_or("")
-                    ),
-                    evidence_seq: Some(checked.seq),
-                })))?)
-            }
-            _ => None,
+            Ok(v) => crate::method::gate_outcomes::identity_stop(
+                l,
+                v.status,
+                v.error.as_deref(),
+                checked.seq,
+            )
+            .map(|stop| batch.push(draft(Event::LineageStopped(stop))))
+            .transpose()?,
+            Err(_) => None,
         };
         announce(&batch.commit()?);
         Ok(Proved {

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use crate::cli::common::*;
 use crate::cli::Cli;
-use crate::schema::rule::Rule;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -190,16 +189,12 @@ fn row_leaks(g: &GroupRef, source: &str, file_blake3: &str, n: u64, line: &[u8])
 /// The same bytes under another path: the rows are already there (their
 /// keys follow the content), the artifact would differ.
 fn same_content_elsewhere(e: Error, source: &str, file_blake3: &str, group: &str) -> Error {
-    match e {
-        Error::Refused { rule, message } => Error::Refused {
-            rule,
-            message: format!(
-                "{source}: a file with the same content (blake3 {}) was already ingested into {group} under another path; nothing was appended ({message})",
-                &file_blake3[..32]
-            ),
-        },
-        other => other,
-    }
+    e.refusal_in_context(|message| {
+        format!(
+            "{source}: a file with the same content (blake3 {}) was already ingested into {group} under another path; nothing was appended ({message})",
+            &file_blake3[..32]
+        )
+    })
 }
 
 fn ingest_kind(
@@ -314,7 +309,7 @@ fn keep_refused(
     else {
         return e;
     };
-    if !matches!(refusal, Error::Refused { .. }) {
+    if !refusal.is_refused() {
         return e;
     }
     let folded;
@@ -352,16 +347,14 @@ fn keep_refused(
                 "already kept"
             };
             eprintln!(
-                "benchledger: the refused file {} is {how} at seq {} (its path, size, BLAKE3 and the refusal; nothing of its content) ({})",
+                "benchledger: the refused file {} is {how} at seq {} (its path, size, BLAKE3 and the refusal; nothing of its content) (BIND-12)",
                 offered.path,
                 done[0].seq,
-                Rule::Bind12
             );
         }
         Err(not) => eprintln!(
-            "benchledger: the refusal of {} could not be recorded ({}): {not}",
+            "benchledger: the refusal of {} could not be recorded (BIND-12): {not}",
             offered.path,
-            Rule::Bind12
         ),
     }
     e
@@ -414,9 +407,8 @@ fn append_row_file(
     done.pop(); // the artifact
     if leaks > 0 {
         eprintln!(
-            "benchledger: {leaks} credential shapes found in {source}; group {} leaked them and its secrets row fails ({})",
+            "benchledger: {leaks} credential shapes found in {source}; group {} leaked them and its secrets row fails (BIND-8)",
             g.group,
-            Rule::Bind8
         );
     }
     Ok(summarize(&done))
@@ -498,12 +490,8 @@ fn push_rows(
 /// conflict) names the file and line.
 fn push_row(batch: &mut Batch<'_>, d: Draft, source: &str, line: u64) -> crate::Result<()> {
     batch.push(d).map(|_| ()).map_err(|e| match e {
-        Error::Refused { rule, message } => Error::Refused {
-            rule,
-            message: format!("{source}: line {line}: {message}"),
-        },
         Error::Input(m) => Error::Input(format!("{source}: line {line}: {m}")),
-        other => other,
+        other => other.refusal_in_context(|m| format!("{source}: line {line}: {m}")),
     })
 }
 
@@ -542,23 +530,20 @@ fn harbor_tree(dir: &Path) -> anyhow::Result<harbor::HarborTree> {
         ))
         .into());
     }
-    if tree.trials().all(|t| t.is_incomplete()) {
-        let below = match tree.level {
-            harbor::Level::Unknown | harbor::Level::Empty => harbor::jobs_root_below(dir)?
-                .map(|p| format!("; the jobs directory {p} is one level down"))
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        let incomplete = tree.incomplete().len();
-        return Err(Error::Refused {
-            rule: Rule::Bind9,
-            message: format!(
-                "{shown} is {} holding no trial result ({incomplete} trial directories without result.json){below}; `ingest harbor` takes a trial directory holding result.json, or a job directory or jobs directory whose trial directories hold one",
-                crate::schema::strings::with_article(tree.level.as_str())
-            ),
+    let results = tree.trials().filter(|t| !t.is_incomplete()).count();
+    let below = match tree.level {
+        harbor::Level::Unknown | harbor::Level::Empty if results == 0 => {
+            harbor::jobs_root_below(dir)?
         }
-        .into());
-    }
+        _ => None,
+    };
+    crate::method::decide::harbor_tree_results(&crate::method::decide::OfferedTree {
+        shown: &shown.to_string(),
+        what: tree.level.as_str(),
+        results,
+        incomplete: tree.incomplete().len(),
+        below: below.as_deref(),
+    })?;
     Ok(tree)
 }
 
@@ -762,10 +747,9 @@ fn result_key(
     if bound.is_some_and(|b| b != result_blake3) {
         key.push_str(&format!("/second:{}", &result_blake3[..32]));
         eprintln!(
-            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count ({})",
+            "benchledger: {}: a different result.json for trial {:?} than the one recorded; it is kept, and the case does not count (BIND-11)",
             t.path,
             t.name,
-            Rule::Bind11
         );
     }
     Ok(key)
@@ -797,8 +781,13 @@ fn push_trial(
     let parsed = harbor::read_trial_result(t)?;
     // The result must be the directory's own trial of this case's task
     // (CASE-8): never evidence of another identity.
-    let task_tail = parsed.task_name.rsplit('/').next().unwrap_or_default();
-    if parsed.trial_name != t.name || task_tail != case.task {
+    if let Err(e) = crate::method::decide::result_names_its_case(
+        &t.path,
+        &t.name,
+        &parsed.trial_name,
+        &parsed.task_name,
+        case,
+    ) {
         // What the file says goes to the operator only: the refusal, which
         // BIND-12 records, names no value of the file.
         eprintln!(
@@ -807,14 +796,7 @@ fn push_trial(
             crate::schema::strings::inert(&parsed.trial_name),
             crate::schema::strings::inert(&parsed.task_name)
         );
-        return Err(Error::Refused {
-            rule: Rule::Case8,
-            message: format!(
-                "{}: result.json names another trial or task than its directory, trial {:?} of task {:?}; a result binds only to its own case",
-                t.path, t.name, case.task
-            ),
-        }
-        .into());
+        return Err(e.into());
     }
     let l = state.lineage(Some(&g.lineage))?;
     // The embedded TrialConfig and the trial's own config.json, each
@@ -847,15 +829,13 @@ fn push_trial(
             event,
             idempotency_key: Some(key),
         })
-        .map_err(|e| match e {
-            Error::Refused { rule, message } => Error::Refused {
-                rule,
-                message: format!(
+        .map_err(|e| {
+            e.refusal_in_context(|message| {
+                format!(
                     "{}: a different result.json was already recorded for trial {:?} ({message})",
                     t.path, t.name
-                ),
-            },
-            other => other,
+                )
+            })
         })?;
     out.results += 1;
     out.recorded
@@ -1010,10 +990,9 @@ pub(crate) fn ingest_harbor_trials(
     announce(&done);
     if !pushed.leaks.is_empty() {
         eprintln!(
-            "benchledger: {} credential shapes found in the ingested files; group {} leaked them and its secrets row fails ({})",
+            "benchledger: {} credential shapes found in the ingested files; group {} leaked them and its secrets row fails (BIND-8)",
             pushed.leaks.len(),
             g.group,
-            Rule::Bind8
         );
     }
     Ok(HarborIngested {

@@ -221,23 +221,14 @@ fn run_sign_off(cli: &Cli, a: &SignOffArgs, wait: Duration) -> anyhow::Result<Ex
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let refused = |why: String| Error::Refused {
-        rule: crate::schema::rule::Rule::Trust3,
-        message: format!(
-            "the {} sign-off does not count: {why}; nothing was appended",
-            role.as_str()
-        ),
-    };
     let done = decide_and_append(&ledger, &cli.actor, now_utc_ns(), |s| {
-        let signed = match (&key, &note, &a.name) {
-            (Some(k), _, _) => trust::sign_sign_off(s.lineage(a.lineage.as_deref())?, role, k),
-            (_, Some(n), _) => trust::sign_off_from_note(s.lineage(a.lineage.as_deref())?, role, n),
-            (_, _, Some(name)) => {
-                return crate::method::decide::sign_off(s, a.lineage.as_deref(), role, name)
-            }
+        use crate::method::decide::{sign_off, sign_off_by, SignedBy};
+        match (&key, &note, &a.name) {
+            (Some(k), _, _) => sign_off_by(s, a.lineage.as_deref(), role, SignedBy::Key(k)),
+            (_, Some(n), _) => sign_off_by(s, a.lineage.as_deref(), role, SignedBy::Note(n)),
+            (_, _, Some(name)) => sign_off(s, a.lineage.as_deref(), role, name),
             _ => unreachable!("clap requires one of --key, --note, --name, --print-text"),
-        };
-        crate::method::decide::sign_off_signed(s, signed.map_err(refused)?)
+        }
     })?;
     if a.json {
         print_json(&json!({ "seq": done[0].seq, "hash": hex::encode(done[0].hash) }))?;

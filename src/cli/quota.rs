@@ -94,7 +94,7 @@ mod with_aws {
                 crate::method::run_plan::free_slots(l),
                 crate::method::central::still_to_come(l, None),
             ),
-            Err(e) if e.0.starts_with("GATE-1: ") => return Err(identity_error(e).into()),
+            Err(e) if rules::is_identity_refusal(&e) => return Err(identity_error(e).into()),
             Err(e) => Err(e),
         };
         let obs = rules::quota_observation(m, &target.region, &outcome);

@@ -10,10 +10,8 @@ use serde_json::json;
 
 use crate::cli::common::*;
 use crate::cli::Cli;
-use crate::error::Error;
 use crate::evidence::harbor;
 use crate::method::projections::{LineageState, State};
-use crate::schema::rule::Rule;
 use std::collections::BTreeSet;
 
 /// Arguments of `resume`.
@@ -42,47 +40,33 @@ fn harbor_trial_dirs(
     l: &LineageState,
     given: bool,
 ) -> anyhow::Result<BTreeSet<String>> {
+    use crate::method::decide::OfferedJobsDir;
+    let shown = dir.display().to_string();
     let level = harbor::level_of(dir)?;
-    let m = &l.frozen.manifest.public;
-    let expected = format!(
-        "`resume --harbor-jobs` takes lineage {:?}'s Harbor jobs directory (harbor.jobs_dir {}, whose job directories {} hold the trial directories)",
-        l.frozen.lineage,
-        m.harbor.jobs_dir,
-        m.groups.iter().map(|g| g.job_name.as_str()).collect::<Vec<_>>().join(", ")
-    );
-    let refuse = |what: String| -> anyhow::Error {
-        Error::Refused {
-            rule: Rule::Bind9,
-            message: format!("{} is {what}; {expected}", dir.display()),
-        }
-        .into()
+    let below = match level {
+        harbor::Level::Unknown => harbor::jobs_root_below(dir)?,
+        _ => None,
     };
-    match level {
-        harbor::Level::Empty => return Ok(BTreeSet::new()),
-        harbor::Level::JobsRoot => {}
-        harbor::Level::Unknown => {
-            let below = harbor::jobs_root_below(dir)?
-                .map(|p| format!(" (the jobs directory {p} is one level down)"))
-                .unwrap_or_default();
-            return Err(refuse(format!(
-                "{}{below}",
-                crate::schema::strings::with_article(level.as_str())
-            )));
-        }
-        other => return Err(refuse(crate::schema::strings::with_article(other.as_str()))),
+    let jobs = match level {
+        harbor::Level::JobsRoot => harbor::walk_jobs(dir)?.jobs,
+        _ => Vec::new(),
+    };
+    let names: Vec<String> = jobs.iter().map(|j| j.name.clone()).collect();
+    let offered = match level {
+        harbor::Level::Empty => OfferedJobsDir::Empty,
+        harbor::Level::JobsRoot => OfferedJobsDir::JobsRoot { jobs: &names },
+        other => OfferedJobsDir::Other {
+            what: other.as_str(),
+            below: below.as_deref(),
+        },
+    };
+    if !crate::method::decide::resume_jobs_dir(l, &shown, &offered, given)? {
+        return Ok(BTreeSet::new());
     }
-    let mut out = BTreeSet::new();
-    let mut ours = false;
-    for job in harbor::walk_jobs(dir)?.jobs {
-        ours |= m.groups.iter().any(|g| g.job_name == job.name);
-        out.extend(job.trials.into_iter().map(|t| t.name));
-    }
-    if !ours && given {
-        return Err(refuse(
-            "a jobs directory holding none of the lineage's job directories".into(),
-        ));
-    }
-    Ok(out)
+    Ok(jobs
+        .into_iter()
+        .flat_map(|j| j.trials.into_iter().map(|t| t.name))
+        .collect())
 }
 
 /// The trial directories `resume` must respect (BIND-9): where the frozen
@@ -95,18 +79,13 @@ fn trial_dirs_on_disk(given: Option<&Path>, l: &LineageState) -> anyhow::Result<
     let frozen_here = std::fs::canonicalize(frozen).ok();
     match (given, frozen_here) {
         (Some(d), Some(here)) => {
-            if std::fs::canonicalize(d).ok().as_ref() != Some(&here) {
-                return Err(Error::Refused {
-                    rule: Rule::Bind9,
-                    message: format!(
-                        "{} is not lineage {:?}'s frozen Harbor jobs directory {}, which exists here; `resume --harbor-jobs` takes that directory (or leave the flag out: it is read anyway)",
-                        d.display(),
-                        l.frozen.lineage,
-                        frozen.display()
-                    ),
-                }
-                .into());
-            }
+            let same = std::fs::canonicalize(d).ok().as_ref() == Some(&here);
+            crate::method::decide::resume_given_is_frozen(
+                l,
+                &d.display().to_string(),
+                &frozen.display().to_string(),
+                same,
+            )?;
             harbor_trial_dirs(d, l, true)
         }
         (Some(d), None) => harbor_trial_dirs(d, l, true),

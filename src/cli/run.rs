@@ -238,11 +238,7 @@ pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCod
     // TRUST-3 on the first replay, before anything runs, not at the seal
     // hours later.
     if let Some(verifier) = r.key.as_ref().map(crate::log::tlog::SignerKey::verifier) {
-        let l = r.fold.state.lineage(lineage.as_deref())?;
-        crate::method::trust::check_seal_signer(l, &verifier).map_err(|why| Error::Refused {
-            rule: Rule::Trust3,
-            message: format!("--key: {why}; nothing was run"),
-        })?;
+        crate::method::decide::run_signer(&r.fold.state, lineage.as_deref(), &verifier)?;
     }
     // RUN-2: one driver per group.
     r.lease = Some(Lease::take(cli, wait, lineage.as_deref(), gref)?);
@@ -1340,16 +1336,6 @@ impl Runner<'_> {
 /// outcome is recorded (GATE-7) and a failure starts nothing.
 fn validate(cli: &Cli, wait: Duration, l: &LineageState, config: &Path) -> anyhow::Result<()> {
     let r = crate::cli::check::validate_config(cli, wait, l, config, &[])?;
-    if r.obs.status != Status::Pass {
-        return Err(Error::Refused {
-            rule: Rule::Gate7,
-            message: format!(
-                "the frozen validator rejected {} (recorded at seq {}); the case is not started",
-                config.display(),
-                r.seq
-            ),
-        }
-        .into());
-    }
+    crate::method::gate_outcomes::config_validated(&r.obs, &config.display().to_string(), r.seq)?;
     Ok(())
 }

@@ -299,7 +299,7 @@ fn run_show(cli: &Cli, a: &CheckpointShowArgs, wait: Duration) -> anyhow::Result
     let bad: Vec<u64> = derived
         .problems
         .iter()
-        .chain(&crate::cli::trust::unlisted_signers(&lists, &derived))
+        .chain(&crate::method::trust::unlisted_signers(&lists, &derived))
         .map(|p| p.seq)
         .collect();
     let found = match a.seq {
@@ -370,7 +370,7 @@ pub(crate) fn sign_head(
     }
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = crate::cli::common::decide_state(&ledger)?;
-    crate::cli::trust::check_checkpoint_signer(&state, &key.verifier())?;
+    crate::method::trust::check_checkpoint_signer(&state, &key.verifier())?;
     drop(state);
     let derived = tree::derive(&ledger)?;
     if let Some(p) = derived.problems.first() {

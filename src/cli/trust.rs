@@ -17,8 +17,8 @@ use crate::log::tlog::{
 };
 use crate::log::tree::{self, CacheCheck, Derived, Divergence};
 use crate::method::projections::State;
+use crate::method::trust::{operator_lists, unlisted_signers};
 use crate::schema::events::SignOffRole;
-use crate::schema::rule::Rule;
 
 /// Reads a signer key file (`PRIVATE+KEY+...`, as `key generate` writes
 /// it); warns when others may read it.
@@ -88,26 +88,11 @@ pub(crate) fn frozen_keys(state: &State) -> TrustedKeys {
     keys
 }
 
-/// The operator keys each v2 lineage lists, with the seq it was frozen at
-/// (TRUST-5).
-pub(crate) type OperatorLists = Vec<(u64, Vec<VerifierKey>)>;
-
-/// The operator lists of a replayed state.
-pub(crate) fn operator_lists(state: &State) -> OperatorLists {
-    state
-        .lineages
-        .values()
-        .filter_map(|l| {
-            let plan = l.plan.as_ref()?;
-            let keys = crate::method::trust::role_keys(plan, SignOffRole::Operator);
-            Some((l.frozen_seq, keys))
-        })
-        .collect()
-}
-
 /// The operator lists read from the verified log without folding it (an
 /// auditor verb: `verify`, `checkpoint show`).
-pub(crate) fn operator_lists_of(ledger: &Ledger) -> anyhow::Result<OperatorLists> {
+pub(crate) fn operator_lists_of(
+    ledger: &Ledger,
+) -> anyhow::Result<crate::method::trust::OperatorLists> {
     let mut out = Vec::new();
     for v in ledger.records()? {
         let v = v?;
@@ -120,68 +105,6 @@ pub(crate) fn operator_lists_of(ledger: &Ledger) -> anyhow::Result<OperatorLists
         out.push((v.decoded.record.seq, keys));
     }
     Ok(out)
-}
-
-/// The operator keys in force at `seq` (TRUST-5): those every v2 lineage
-/// frozen before it lists. Empty while no manifest lists operators: there
-/// is then no list to hold a checkpoint's signer to.
-fn operators_at(lists: &OperatorLists, seq: u64) -> Vec<VerifierKey> {
-    let mut keys: Vec<VerifierKey> = Vec::new();
-    for (_, listed) in lists.iter().filter(|(frozen, _)| *frozen < seq) {
-        for k in listed {
-            if !keys.contains(k) {
-                keys.push(k.clone());
-            }
-        }
-    }
-    keys
-}
-
-/// Refuses a checkpoint signer the frozen manifests do not list as an
-/// operator (TRUST-5), naming the key and the listed ones.
-pub(crate) fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> anyhow::Result<()> {
-    let listed = operators_at(&operator_lists(state), u64::MAX);
-    if listed.is_empty() || listed.contains(key) {
-        return Ok(());
-    }
-    let names: Vec<String> = listed.iter().map(|k| k.encode()).collect();
-    Err(Error::Refused {
-        rule: Rule::Trust5,
-        message: format!(
-            "the key {} is not an operator key a frozen manifest lists ({}); a checkpoint it signs would not count, nothing was appended",
-            key.encode(),
-            names.join(", ")
-        ),
-    }
-    .into())
-}
-
-/// The checkpoint records signed by a key the operator list in force at
-/// their seq does not list (TRUST-5): they do not count, `verify` fails on
-/// them and no verb presents one as the signed checkpoint.
-pub(crate) fn unlisted_signers(
-    lists: &OperatorLists,
-    derived: &Derived,
-) -> Vec<tree::CheckpointProblem> {
-    derived
-        .checkpoints
-        .iter()
-        .filter_map(|c| {
-            let signer = c.record.signer.as_deref()?;
-            let listed = operators_at(lists, c.seq);
-            let key = VerifierKey::parse(signer).ok();
-            if listed.is_empty() || key.as_ref().is_some_and(|k| listed.contains(k)) {
-                return None;
-            }
-            Some(tree::CheckpointProblem {
-                seq: c.seq,
-                detail: format!(
-                    "signed by {signer}, a key no frozen manifest lists as an operator ({}): the checkpoint does not count",
-                    Rule::Trust5
-                ),
-            })
-        })
-        .collect()
 }
 
 /// Verifies a checkpoint note with whichever of `logs` signed it (the

@@ -174,7 +174,7 @@ fn gather(cli: &Cli, lineage: Option<&str>, wait: Duration) -> anyhow::Result<Ga
         .into());
     };
     let cosigned = l.cosigned.clone();
-    let lists = crate::cli::trust::operator_lists(&state);
+    let lists = crate::method::trust::operator_lists(&state);
     drop(state);
     let derived = tree::derive(&ledger)?;
     let result = (|| {
@@ -226,13 +226,13 @@ fn proof_from(cli: &Cli, wait: Duration, old: u64, cp: &Checkpoint) -> Result<Ve
 /// The latest checkpoint record with a signed note that holds (and whose
 /// signer a frozen manifest lists, TRUST-5): its seq, note and body.
 fn latest_signed(
-    lists: &crate::cli::trust::OperatorLists,
+    lists: &crate::method::trust::OperatorLists,
     derived: &Derived,
 ) -> anyhow::Result<(u64, String, Checkpoint)> {
     let bad: Vec<u64> = derived
         .problems
         .iter()
-        .chain(&crate::cli::trust::unlisted_signers(lists, derived))
+        .chain(&crate::method::trust::unlisted_signers(lists, derived))
         .map(|p| p.seq)
         .collect();
     let found: Option<&RecordedCheckpoint> = derived

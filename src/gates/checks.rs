@@ -536,6 +536,15 @@ pub enum ValidationRefused {
     Rule(Rule, String),
 }
 
+impl From<ValidationRefused> for crate::error::Error {
+    fn from(e: ValidationRefused) -> Self {
+        match e {
+            ValidationRefused::Input(m) => crate::error::Error::Input(m),
+            ValidationRefused::Rule(rule, message) => (rule, message).into(),
+        }
+    }
+}
+
 /// The frozen validator's argv for `config`: its template with `{config}`
 /// filled, once the program's BLAKE3 is the frozen one (BIND-7).
 pub fn frozen_validator_argv(

@@ -330,6 +330,52 @@ pub fn principal_forms(arn: &str) -> Vec<String> {
     out
 }
 
+/// The prefix an [`AwsError`] carries when the queries would run under
+/// another identity than the frozen one (GATE-1): a refusal, not a failed
+/// call.
+const IDENTITY_REFUSED: &str = "GATE-1: ";
+
+/// GATE-1 before any quota or EC2 call: the identity the queries run as
+/// must be the frozen one, in full with the private key, else by its
+/// redacted account (a query under another account proves nothing).
+/// Returns the redacted principal the queries run as.
+pub fn queried_as_frozen(
+    key: Option<&[u8; 32]>,
+    frozen: &PrivateCommitments,
+    id: &CallerIdentity,
+) -> std::result::Result<String, AwsError> {
+    let ok = match key {
+        Some(k) => judge_identity(k, frozen, id).status == Status::Pass,
+        None => manifest::redact_account(&id.account) == frozen.account.redacted,
+    };
+    if !ok {
+        return Err(AwsError(format!(
+            "{IDENTITY_REFUSED}the queries would run as {} ({}), not the frozen identity; run identity prove",
+            manifest::redact_arn(&id.arn),
+            manifest::redact_account(&id.account)
+        )));
+    }
+    let forms = principal_forms(&id.arn);
+    Ok(manifest::redact_arn(forms.last().unwrap_or(&id.arn)))
+}
+
+/// Whether `e` is [`queried_as_frozen`]'s refusal rather than a failed call.
+pub fn is_identity_refusal(e: &AwsError) -> bool {
+    e.0.starts_with(IDENTITY_REFUSED)
+}
+
+/// A failed identity check as an error: a mismatch is refused by GATE-1
+/// (exit 3, before any quota or EC2 call); a failed call is exit 4.
+pub fn identity_error(e: AwsError) -> Error {
+    match e.0.strip_prefix(IDENTITY_REFUSED) {
+        Some(m) => Error::Refused {
+            rule: Rule::Gate1,
+            message: m.to_string(),
+        },
+        None => e.into(),
+    }
+}
+
 /// The comparison of an STS answer with the frozen commitments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentityVerdict {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use crate::method::projections::{LineageState, Observation};
 use crate::schema::central::{keys, CentralAction, CentralInstance};
-use crate::schema::events::{CheckKind, CheckRecorded, Status};
+use crate::schema::events::{CheckKind, CheckRecorded, LineageStopped, Status};
 use crate::schema::manifest::{CentralMode, ManifestFile};
 use crate::schema::rule::Rule;
 
@@ -175,6 +175,42 @@ pub fn up(l: &LineageState, tagged: &[CentralInstance]) -> Result<Up, (Rule, Str
             ),
         )),
     }
+}
+
+/// VERDICT-3: an observed central host that differs from the frozen one
+/// (not a failed query, `env_error`) stops a lineage not yet stopped; the
+/// stop cites the observation's mismatches.
+pub fn mismatch_stop(
+    l: &LineageState,
+    obs: &CheckRecorded,
+    env_error: bool,
+) -> Option<LineageStopped> {
+    let mismatches = obs.details.get(keys::MISMATCHES)?;
+    if env_error || l.stopped.is_some() {
+        return None;
+    }
+    Some(LineageStopped {
+        lineage: l.frozen.lineage.clone(),
+        rule: Rule::Verdict3.into(),
+        reason: format!("the central host differs from the frozen one: {mismatches}"),
+        evidence_seq: None,
+    })
+}
+
+/// Whether `central down` has a host to tear down: `Ok(false)` for a
+/// reused host or one already torn down; refused (FREEZE-8) when the
+/// manifest freezes no launch, the host being the operator's.
+pub fn down(l: &LineageState) -> Result<bool, (Rule, String)> {
+    if l.frozen.manifest.public.central.mode == CentralMode::Reuse || torn_down(l).is_some() {
+        return Ok(false);
+    }
+    if l.central_launch.is_none() {
+        return Err((
+            Rule::Freeze8,
+            "the manifest freezes no [central.launch]: this lineage's central host is the operator's to tear down".into(),
+        ));
+    }
+    Ok(true)
 }
 
 /// Each way `seen` differs from the frozen central host: its state

@@ -14,6 +14,7 @@ pub mod checkpointed;
 pub mod decide;
 pub mod expect;
 pub mod freeze;
+pub mod gate_outcomes;
 pub mod lineage;
 pub mod observations;
 pub mod projections;

@@ -22,9 +22,11 @@ use base64::Engine as _;
 
 use crate::log::tlog::note::NoteSignature;
 use crate::log::tlog::{open_note, sign_note, KeyKind, SignedNote, SignerKey, VerifierKey};
-use crate::method::projections::LineageState;
+use crate::log::tree::{self, Derived};
+use crate::method::projections::{LineageState, State};
 use crate::schema::events::{ManifestSignedOffV2, SignOffRole};
 use crate::schema::plan::Plan;
+use crate::schema::rule::Rule;
 
 /// The first line of every sign-off text.
 pub const SIGN_OFF_HEADER: &str = "benchledger manifest sign-off v1";
@@ -221,6 +223,81 @@ pub fn check_seal_signer(l: &LineageState, key: &VerifierKey) -> Result<(), Stri
         ));
     }
     Ok(())
+}
+
+/// The operator keys each v2 lineage lists, with the seq it was frozen at
+/// (TRUST-5).
+pub type OperatorLists = Vec<(u64, Vec<VerifierKey>)>;
+
+/// The operator lists of a replayed state.
+pub fn operator_lists(state: &State) -> OperatorLists {
+    state
+        .lineages
+        .values()
+        .filter_map(|l| {
+            let plan = l.plan.as_ref()?;
+            let keys = crate::method::trust::role_keys(plan, SignOffRole::Operator);
+            Some((l.frozen_seq, keys))
+        })
+        .collect()
+}
+
+/// The operator keys in force at `seq` (TRUST-5): those every v2 lineage
+/// frozen before it lists. Empty while no manifest lists operators: there
+/// is then no list to hold a checkpoint's signer to.
+pub fn operators_at(lists: &OperatorLists, seq: u64) -> Vec<VerifierKey> {
+    let mut keys: Vec<VerifierKey> = Vec::new();
+    for (_, listed) in lists.iter().filter(|(frozen, _)| *frozen < seq) {
+        for k in listed {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys
+}
+
+/// Refuses a checkpoint signer the frozen manifests do not list as an
+/// operator (TRUST-5), naming the key and the listed ones.
+pub fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> crate::error::Result<()> {
+    let listed = operators_at(&operator_lists(state), u64::MAX);
+    if listed.is_empty() || listed.contains(key) {
+        return Ok(());
+    }
+    let names: Vec<String> = listed.iter().map(|k| k.encode()).collect();
+    Err(crate::error::Error::Refused {
+        rule: Rule::Trust5,
+        message: format!(
+            "the key {} is not an operator key a frozen manifest lists ({}); a checkpoint it signs would not count, nothing was appended",
+            key.encode(),
+            names.join(", ")
+        ),
+    })
+}
+
+/// The checkpoint records signed by a key the operator list in force at
+/// their seq does not list (TRUST-5): they do not count, `verify` fails on
+/// them and no verb presents one as the signed checkpoint.
+pub fn unlisted_signers(lists: &OperatorLists, derived: &Derived) -> Vec<tree::CheckpointProblem> {
+    derived
+        .checkpoints
+        .iter()
+        .filter_map(|c| {
+            let signer = c.record.signer.as_deref()?;
+            let listed = operators_at(lists, c.seq);
+            let key = VerifierKey::parse(signer).ok();
+            if listed.is_empty() || key.as_ref().is_some_and(|k| listed.contains(k)) {
+                return None;
+            }
+            Some(tree::CheckpointProblem {
+                seq: c.seq,
+                detail: format!(
+                    "signed by {signer}, a key no frozen manifest lists as an operator ({}): the checkpoint does not count",
+                    Rule::Trust5
+                ),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -89,6 +89,41 @@ pub fn sign_off(
     })])
 }
 
+/// How a TRUST-3 sign-off is signed: with the role's key here, or by a
+/// signed note made elsewhere over `manifest show --sign-off-text`.
+#[derive(Debug, Clone, Copy)]
+pub enum SignedBy<'a> {
+    /// The signer key file's key.
+    Key(&'a crate::log::tlog::SignerKey),
+    /// A signed note's text.
+    Note(&'a str),
+}
+
+/// TRUST-3: the sign-off of `role` signed `by` a key or a note; a
+/// signature that does not check is refused and appends nothing.
+pub fn sign_off_by(
+    state: &State,
+    lineage: Option<&str>,
+    role: SignOffRole,
+    by: SignedBy<'_>,
+) -> Result<Vec<Event>> {
+    let l = state.lineage(lineage)?;
+    let signed = match by {
+        SignedBy::Key(k) => crate::method::trust::sign_sign_off(l, role, k),
+        SignedBy::Note(n) => crate::method::trust::sign_off_from_note(l, role, n),
+    };
+    let signed = signed.map_err(|why| {
+        refuse(
+            Rule::Trust3,
+            format!(
+                "the {} sign-off does not count: {why}; nothing was appended",
+                role.as_str()
+            ),
+        )
+    })?;
+    sign_off_signed(state, signed)
+}
+
 /// `manifest sign-off --key | --note`: records a signed sign-off of a v2
 /// lineage, once per role (FREEZE-7); refused unless it counts: the key is
 /// listed for the role, the signature verifies over the frozen manifest

@@ -13,6 +13,7 @@ mod evidence;
 mod freeze;
 mod group;
 mod lineage;
+mod offered;
 mod run;
 mod seal;
 
@@ -23,11 +24,17 @@ pub use evidence::{
     case_invalidate, evidence_group, evidence_refused, security_refusal, trial_result_case,
     OfferedFile,
 };
-pub use freeze::{freeze, sign_off, sign_off_signed, SIGN_OFF_NAME_BYTES_MAX};
+pub use freeze::{
+    freeze, sign_off, sign_off_by, sign_off_signed, SignedBy, SIGN_OFF_NAME_BYTES_MAX,
+};
 pub use group::{group_close, group_open, GroupOpen};
 pub use lineage::{control_reuse, feedback, lineage_stop};
+pub use offered::{
+    harbor_tree_results, result_names_its_case, resume_given_is_frozen, resume_jobs_dir,
+    OfferedJobsDir, OfferedTree,
+};
 pub use run::{fenced, fenced_by, run_lease, LeaseRequest};
-pub use seal::{seal, seal_checkpoint, seal_signer};
+pub use seal::{run_signer, seal, seal_checkpoint, seal_signer};
 
 use crate::error::{Error, Result};
 use crate::method::projections::LineageState;

@@ -3,7 +3,7 @@
 //! follows from it, and the checkpoint of the log that ends it.
 
 use crate::error::Result;
-use crate::log::tlog::{sign_note, Checkpoint, SignerKey};
+use crate::log::tlog::{sign_note, Checkpoint, SignerKey, VerifierKey};
 use crate::method::decide::evidence::unsealed_group;
 use crate::method::decide::{manifest_group, refuse};
 use crate::method::projections::{At, CaseStatus, GroupState, LineageState, State};
@@ -162,6 +162,15 @@ pub fn seal_signer(state: &State, lineage: Option<&str>, signer: &SignerKey) -> 
     let l = state.lineage(lineage)?;
     crate::method::trust::check_seal_signer(l, &signer.verifier())
         .map_err(|why| refuse(Rule::Trust3, format!("{why}; nothing was appended")))
+}
+
+/// TRUST-3 for `run --key`, on the first replay before anything runs (not
+/// at the seal hours later): the key the seal will be signed with must be
+/// one of the lineage's frozen operator keys.
+pub fn run_signer(state: &State, lineage: Option<&str>, key: &VerifierKey) -> Result<()> {
+    let l = state.lineage(lineage)?;
+    crate::method::trust::check_seal_signer(l, key)
+        .map_err(|why| refuse(Rule::Trust3, format!("--key: {why}; nothing was run")))
 }
 
 /// TRUST-1: the checkpoint record a seal appends after its events: the

@@ -30,6 +30,7 @@ use crate::schema::rule::Rule;
 
 mod input;
 pub mod plan;
+pub mod secrets;
 mod validate;
 
 pub use input::*;
