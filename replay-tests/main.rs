@@ -159,7 +159,7 @@ fn committed_must_fail_cases_fail_as_declared() {
     for line in text.lines() {
         let c: serde_json::Value = serde_json::from_str(line).unwrap();
         let case = vectors::MustFail {
-            name: "committed",
+            name: "committed".into(),
             walk_seq: c["walk_seq"].as_u64().unwrap(),
             walk_prev_hash: c["walk_prev_hash"].as_str().unwrap().into(),
             key_hex: c["key_hex"].as_str().unwrap().into(),

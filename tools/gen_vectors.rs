@@ -1,7 +1,8 @@
-//! Rewrites `ledger-schema/vectors/` from the code: the valid chain (one
+//! Rewrites `ledger-schema/vectors/` from the fixtures of
+//! `src/testkit/data/` and the code that seals them: the valid chain (one
 //! record of every kind), the must-fail cases and the transparency-log
-//! vectors over the chain. Run after an intended
-//! change of the vocabulary or layout, then review the diff:
+//! vectors over the chain. Run after an intended change of the vocabulary,
+//! the layout or the fixtures, then review the diff:
 //!
 //!     cargo run --example gen-vectors
 
