@@ -17,6 +17,7 @@ pub mod limits;
 pub mod log;
 pub mod method;
 pub mod report;
+pub mod rng;
 pub mod schema;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -60,28 +60,14 @@ const FIXTURES: &str = concat!(
 );
 const KINDS: [&str; 5] = ["traces", "decisions", "usage", "receipts", "outcomes"];
 
-/// splitmix64: a small deterministic generator, enough for choosing delays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's one seeded generator, enough for choosing delays.
+type Rng = benchledger::rng::SplitMix64;
 
 // ---------------------------------------------------------------------------
 // Writers (children)
 
 fn writer(dir: &Path, seed: u64) -> ! {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let ledger = Ledger::open(dir, Duration::from_secs(30)).expect("open ledger");
     let stdout = std::io::stdout();
     let mut n = 0u64;
@@ -150,7 +136,7 @@ fn cli(bin: &Path, dir: &Path) -> Command {
 /// and `ingest KIND BLAKE3 ROWS APPENDED FIRST LAST` for an ingest, each
 /// after the CLI exited 0; `error ...` for anything else.
 fn cli_writer(bin: &Path, dir: &Path, files: &Path, seed: u64) -> ! {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let rows = fixture_rows();
     let stdout = std::io::stdout();
     let mut keys: Vec<(String, String)> = Vec::new();
@@ -519,7 +505,7 @@ fn drive(
     let mut ledgers = 0u64;
     let mut dir = base.clone();
     let mut files = PathBuf::new();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut tally = Tally::default();
     let mut acks: Vec<Ack> = Vec::new();
     let mut checked_to = 0u64; // records below this seq were checked for atomic files
@@ -539,7 +525,7 @@ fn drive(
             acks.clear();
             checked_to = 0;
         }
-        let child_seed = rng.next();
+        let child_seed = rng.next_u64();
         let cli_mode = match mode {
             Mode::Lib => false,
             Mode::Cli => true,

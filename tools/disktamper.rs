@@ -47,26 +47,8 @@ const BASE: &str = concat!(
 const GROUP: &str = "short13-kimi-2026-11/r1";
 const CASE: &str = "fix-git/t1";
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-}
+/// The crate's one seeded generator.
+type Rng = benchledger::rng::SplitMix64;
 
 /// One verb's result.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,6 +239,15 @@ fn category(rel: &str) -> String {
     parts.join("/")
 }
 
+/// A draw in `0..n`, or 0 when `n` is 0 (an empty file).
+fn below_or_zero(rng: &mut Rng, n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        rng.below(n)
+    }
+}
+
 /// Damages `path`; returns a description.
 fn damage(path: &Path, rng: &mut Rng) -> Result<String, String> {
     let mut b = std::fs::read(path).map_err(|e| e.to_string())?;
@@ -275,13 +266,13 @@ fn damage(path: &Path, rng: &mut Rng) -> Result<String, String> {
             format!("flip bytes {at:?} of {len}")
         }
         1 => {
-            let i = rng.below(len) as usize;
+            let i = below_or_zero(rng, len) as usize;
             let n = (1 + rng.below(4096) as usize).min(b.len().saturating_sub(i));
             b[i..i + n].fill(0);
             format!("zero {n} bytes at {i} of {len}")
         }
         _ => {
-            let to = rng.below(len) as usize;
+            let to = below_or_zero(rng, len) as usize;
             b.truncate(to);
             format!("truncate to {to} of {len}")
         }
@@ -360,7 +351,7 @@ fn run(o: &Opts) -> Result<bool, String> {
         files.len(),
         files.join(", ")
     );
-    let mut rng = Rng(o.seed);
+    let mut rng = Rng::new(o.seed);
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     let mut failures = Vec::new();
     let started = Instant::now();

@@ -73,22 +73,8 @@ const K_MKDIR: u32 = 9;
 const K_STDOUT: u32 = 10;
 const K_RMDIR: u32 = 11;
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's one seeded generator.
+type Rng = benchledger::rng::SplitMix64;
 
 /// One traced operation.
 #[derive(Debug, Clone)]
@@ -328,7 +314,7 @@ fn image(
             }
         }
     }
-    let mut rng = Rng(match model {
+    let mut rng = Rng::new(match model {
         Model::Subset(n) => n.wrapping_mul(1_000_003) ^ point as u64,
         _ => 0,
     });
@@ -667,7 +653,7 @@ fn run(o: &Opts) -> Result<Tally, String> {
     let _ = std::fs::remove_dir_all(&w.ledger);
     let _ = std::fs::remove_file(&w.trace);
     std::fs::create_dir_all(&w.files).map_err(|e| e.to_string())?;
-    let mut rng = Rng(o.seed);
+    let mut rng = Rng::new(o.seed);
     let t = Instant::now();
     let commands = w.drive(o.ops, o.big, &mut rng)?;
     let final_export = work.join("final.jsonl");

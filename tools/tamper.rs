@@ -35,24 +35,18 @@ use benchledger::log::chain::{link_hash, DamageKind, Hash, HEAD_BYTES, VALUE_PRE
 use benchledger::log::ledger::{Draft, Ledger};
 use benchledger::log::record::Record;
 use benchledger::log::store::{DamageTree, Store, DAMAGE_HEAD_KEY};
+use benchledger::rng::SplitMix64;
 use benchledger::schema::events::{Event, OperatorNoted};
 
-/// splitmix64.
-struct Rng(u64);
+/// The crate's one seeded generator, with the draws the trials need.
+type Rng = SplitMix64;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
+trait Draws {
+    fn nonzero_byte(&mut self) -> u8;
+    fn hash(&mut self) -> Hash;
+}
 
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
+impl Draws for Rng {
     fn nonzero_byte(&mut self) -> u8 {
         1 + self.below(255) as u8
     }
@@ -60,7 +54,7 @@ impl Rng {
     fn hash(&mut self) -> Hash {
         let mut h = [0u8; 32];
         for b in &mut h {
-            *b = self.next() as u8;
+            *b = self.next_u64() as u8;
         }
         h
     }
@@ -216,7 +210,7 @@ impl Harness {
                 let mut d = Record::decode(&orig[VALUE_PREFIX_BYTES..]).expect("a valid record");
                 let event = match d.event {
                     Event::OperatorNoted(mut n) => {
-                        n.text = format!("{} (forged {})", n.text, rng.next());
+                        n.text = format!("{} (forged {})", n.text, rng.next_u64());
                         Event::OperatorNoted(n)
                     }
                     Event::LedgerCreated(mut g) => {
@@ -324,7 +318,7 @@ impl Harness {
                 if len == HEAD_BYTES {
                     len += 1;
                 }
-                let b: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let b: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
                 (
                     Some(b),
                     Expect {
@@ -448,7 +442,7 @@ fn run(
     check_every: u64,
     dir: PathBuf,
 ) -> Result<bool, String> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let t0 = Instant::now();
     let h = build(&dir, records, &mut rng)?;
     eprintln!(

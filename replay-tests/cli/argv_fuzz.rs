@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use benchledger::rng::SplitMix64;
 use clap::CommandFactory;
 
 use super::{Harness, Run};
@@ -88,20 +89,13 @@ pub(super) fn leaf_verbs() -> Vec<String> {
     verbs.into_iter().map(|v| v.path.join(" ")).collect()
 }
 
-/// splitmix64: a small seeded generator, enough to pick from lists.
-struct Rng(u64);
+/// The crate's one seeded generator, with the draws the fuzzer needs.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
+    /// A draw in `0..n`, 0 when `n` is 0.
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        self.0.index(n.max(1))
     }
 
     fn pick<'a>(&mut self, items: &'a [String]) -> &'a str {
@@ -263,7 +257,7 @@ fn argv_fuzz_no_verb_panics_and_a_refusal_never_writes() {
     assert!(verbs.len() >= 40, "only {} verbs found", verbs.len());
     let h = super::pipes::recorded_harness();
     let pool = value_pool(&h);
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64::new(seed));
     let mut codes = std::collections::BTreeMap::<i32, usize>::new();
     for case in 0..cases {
         let args = argv(&mut rng, &verbs, &pool);

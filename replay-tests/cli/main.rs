@@ -21,6 +21,8 @@ mod bad_inputs;
 mod chaos;
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "doc_run.rs"]
+mod doc_run;
 #[path = "docs.rs"]
 mod docs;
 // The driver's tests take the daemon gates themselves and append the AWS
@@ -37,6 +39,8 @@ mod exit_walk;
 mod expect;
 #[path = "fail_closed.rs"]
 mod fail_closed;
+#[path = "guides.rs"]
+mod guides;
 #[path = "harbor_trees.rs"]
 mod harbor_trees;
 #[path = "pipes.rs"]

@@ -396,23 +396,19 @@ fn a_process_waiting_for_the_lock_never_fails_on_sleds_own_lock() {
 
 // --- the secret guard on every append path ---------------------------------------
 
-/// splitmix64 for fake key bodies.
-struct Fake(u64);
+/// Fake key bodies from the crate's one seeded generator.
+struct Fake(benchledger::rng::SplitMix64);
 
 impl Fake {
     fn body(&mut self, alphabet: &[u8], len: usize) -> String {
         (0..len)
             .map(|i| {
-                self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = self.0;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                z ^= z >> 31;
+                let at = self.0.index(alphabet.len());
                 // A digit in second place, so digit-requiring shapes qualify.
                 if i == 1 && alphabet.contains(&b'7') {
                     '7'
                 } else {
-                    alphabet[(z % alphabet.len() as u64) as usize] as char
+                    alphabet[at] as char
                 }
             })
             .collect()
@@ -437,7 +433,7 @@ pub(super) struct Shape {
 /// Credential shapes, assembled at run time (no vendor prefix appears whole
 /// in this source, so secret scanners of the repository stay quiet).
 pub(super) fn credential_corpus() -> Vec<Shape> {
-    let mut f = Fake(0x0ddb_a11c_afe0_0010);
+    let mut f = Fake(benchledger::rng::SplitMix64::new(0x0ddb_a11c_afe0_0010));
     let c = |parts: &[&str]| parts.concat();
     let mut v: Vec<Shape> = Vec::new();
     let mut add = |name: &'static str, before: &str, value: String, after: &str| {

@@ -1,45 +1,10 @@
-//! The bootstrap of REPORT-4: a deterministic generator ([`SplitMix64`])
-//! and the percentile bootstrap of the mean paired delta.
+//! The bootstrap of REPORT-4: the percentile bootstrap of the mean paired
+//! delta, drawn from the crate's one seeded generator ([`SplitMix64`]).
 
 use serde::Serialize;
 
 use super::numbers::Ratio;
-
-/// SplitMix64 (Steele, Lea, Flood 2014): the deterministic generator of the
-/// bootstrap. The state advances by the golden-ratio increment; each output
-/// is the state mixed by two xor-shift-multiply rounds.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform draw in `0..n` (n > 0) without modulo bias (Lemire's
-    /// multiply-shift with rejection).
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0)");
-        let mut product = u128::from(self.next_u64()) * u128::from(n);
-        if (product as u64) < n {
-            let threshold = n.wrapping_neg() % n;
-            while (product as u64) < threshold {
-                product = u128::from(self.next_u64()) * u128::from(n);
-            }
-        }
-        (product >> 64) as u64
-    }
-}
+use crate::rng::SplitMix64;
 
 /// A 95% bootstrap interval of the mean paired delta, in percentage points.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -15,7 +15,8 @@
 //!   report's own enumerations ([`BasisKind`], [`ChartMarker`], ...).
 //! - `numbers`: the exact formulas (ratios, percentages, deltas, cost per
 //!   success, tolerances, lifecycle) and money text.
-//! - `bootstrap`: [`SplitMix64`] and the percentile bootstrap.
+//! - `bootstrap`: the percentile bootstrap (its generator, [`SplitMix64`],
+//!   is `crate::rng`'s, re-exported here).
 //! - `sections/`: one function per REPORT-6 section over a shared context
 //!   (the lineage, its groups with their verdicts, the cost basis).
 //! - `markdown`, `svg`: the renderings, one function per section;
@@ -60,7 +61,8 @@ mod sections;
 mod svg;
 mod tables;
 
-pub use bootstrap::{bootstrap_interval, bootstrap_sums, Interval, PercentileSums, SplitMix64};
+pub use crate::rng::SplitMix64;
+pub use bootstrap::{bootstrap_interval, bootstrap_sums, Interval, PercentileSums};
 pub use join_ids::{ids_text, offending_ids, JOIN_IDS_SHOWN};
 pub use markdown::render_markdown;
 pub use model::{

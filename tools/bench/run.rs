@@ -41,23 +41,14 @@ pub struct RunOpts<'a> {
     pub notes: usize,
 }
 
-/// One seeded PRNG step (SplitMix64).
-fn next(seed: &mut u64) -> u64 {
-    *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *seed;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// `n` durations in units: lognormal with median 20 and sigma 0.9 (about
 /// one case in 20 takes 10x the median or more), from a fixed seed.
 pub fn durations(n: usize) -> Vec<f64> {
-    let mut seed = 27;
+    let mut rng = benchledger::rng::SplitMix64::new(27);
     (0..n)
         .map(|_| {
-            let u1 = (next(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
-            let u2 = (next(&mut seed) >> 11) as f64 / (1u64 << 53) as f64;
+            let u1 = rng.unit_f64();
+            let u2 = rng.unit_f64();
             let z = (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
             20.0 * (0.9 * z).exp()
         })

@@ -24,7 +24,7 @@ use serde::Serialize;
 pub use checks::Violation;
 pub use world::{FaultCounts, Rates};
 
-use crate::report::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::schema::events::{CaseRef, Event, GroupRef};
 use crate::testkit::scenario::World;
 use world::{case_script, stream, CaseScript, Cloud, Proc, ResultScript, SEC};

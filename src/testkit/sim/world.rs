@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::SplitMix64;
+use crate::rng::SplitMix64;
 use crate::schema::events::CaseRef;
 
 /// 1 s in ns.
