@@ -169,7 +169,8 @@ pub fn sentinel_request(
     })
 }
 
-/// POSTs the sentinel request, bounded by `timeout` (`SENTINEL_TIMEOUT_MS` for GATE-3); a non-answer is the `HttpFailure`.
+/// POSTs the sentinel request, bounded by `timeout` (`SENTINEL_TIMEOUT_MS` for GATE-3); a
+/// non-answer is the `HttpFailure`.
 pub fn send_sentinel(
     req: &SentinelRequest,
     timeout: Duration,

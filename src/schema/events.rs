@@ -922,7 +922,8 @@ pub struct PolicyDecisionRecorded {
 }
 
 crate::schema::named::named_enum! {
-    /// Values of a usage row's `usage_origin` (text to value: `evidence::bitrouter::USAGE_ORIGINS`).
+    /// Values of a usage row's `usage_origin` (text to value:
+    /// `evidence::bitrouter::USAGE_ORIGINS`).
     pub enum UsageOrigin {
         ProviderReported = "provider_reported",
         AuthoritativeReceipt = "authoritative_receipt",

@@ -427,7 +427,8 @@ pub struct PrivateToml {
     pub secret_locations: BTreeMap<Tier, String>,
 }
 
-/// `[aws]` of the private manifest: values committed to (hashed) in the public one, never published.
+/// `[aws]` of the private manifest: values committed to (hashed) in the public one, never
+/// published.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivateAwsToml {
