@@ -21,7 +21,11 @@
 //! - every bound (`const NAME_MAX`) is defined in `limits.rs` (a module
 //!   re-exports it where its users look); `log/tlog/` keeps its own format
 //!   bounds, being the self-contained C2SP and RFC 6962 module that uses
-//!   nothing else of the crate.
+//!   nothing else of the crate;
+//! - every module has a `//!` and every `pub` type, trait, function, const
+//!   and static a `///` (`missing_docs` is off, being the lint that asks a
+//!   line of every field and variant); no one-line doc only restates the
+//!   name of the item it documents (`/// The group.` on `group`).
 //!
 //! Test code (`#[cfg(test)]` modules, `tests.rs` and `*_tests.rs` files) is
 //! not production code and is left out of every check; `src/testkit/` (test
@@ -80,6 +84,8 @@ pub struct Source {
     pub layer: String,
     pub code: String,
     pub strings: Vec<(usize, String)>,
+    /// The raw lines (comments kept), `#[cfg(test)]` items emptied.
+    pub raw: Vec<String>,
 }
 
 /// A broken house rule, with where.
@@ -227,7 +233,18 @@ fn is_char_literal(b: &[char], i: usize) -> bool {
 /// Removes `#[cfg(test)]` items (modules and functions) from masked code,
 /// keeping the line structure.
 pub fn strip_test_items(code: &str) -> String {
-    let mut out: Vec<String> = code.lines().map(str::to_string).collect();
+    let test = test_item_lines(code);
+    code.lines()
+        .zip(test)
+        .map(|(l, t)| if t { "" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Which lines of masked code belong to a `#[cfg(test)]` item.
+fn test_item_lines(code: &str) -> Vec<bool> {
+    let out: Vec<&str> = code.lines().collect();
+    let mut test = vec![false; out.len()];
     let mut i = 0;
     while i < out.len() {
         if out[i].trim() == "#[cfg(test)]" {
@@ -252,15 +269,15 @@ pub fn strip_test_items(code: &str) -> String {
                 j += 1;
             }
             let last = j.min(out.len() - 1);
-            for line in out.iter_mut().take(last + 1).skip(start) {
-                line.clear();
+            for t in test.iter_mut().take(last + 1).skip(start) {
+                *t = true;
             }
             i = j + 1;
         } else {
             i += 1;
         }
     }
-    out.join("\n")
+    test
 }
 
 /// Reads every production source file under `src_dir`.
@@ -298,7 +315,19 @@ pub fn read_sources(src_dir: &Path) -> Vec<Source> {
 /// One file's masked production code and string literals.
 pub fn source_of(rel: &str, text: &str) -> Source {
     let (masked, strings) = mask(text);
+    let test = test_item_lines(&masked);
     let code = strip_test_items(&masked);
+    let raw = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if test.get(i).copied().unwrap_or(false) {
+                String::new()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
     // Keep only the strings on lines that survived the test strip.
     let lines: Vec<&str> = code.lines().collect();
     let strings = strings
@@ -310,6 +339,7 @@ pub fn source_of(rel: &str, text: &str) -> Source {
         layer: layer_of(rel),
         code,
         strings,
+        raw,
     }
 }
 
@@ -549,6 +579,302 @@ pub fn check_bounds(sources: &[Source]) -> Vec<Finding> {
     out
 }
 
+/// Words that, beside the item's own name and type, add nothing to a doc
+/// line of at most `FILLER_WORDS_MAX` words ("The group name.").
+const EMPTY_WORDS: [&str; 10] = [
+    "name",
+    "value",
+    "identity",
+    "id",
+    "identifier",
+    "field",
+    "variant",
+    "its",
+    "label",
+    "itself",
+];
+
+/// The longest doc line (in words, "the"/"a"/"an" not counted) judged as
+/// possible filler.
+pub const FILLER_WORDS_MAX: usize = 3;
+
+/// `SomeName`, `some_name`, `HTTPCheck` -> `["some", "name"]`, ...,
+/// `["http", "check"]`.
+pub fn ident_words(ident: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in ident.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let chars: Vec<char> = part.chars().collect();
+        let mut word = String::new();
+        for (k, &c) in chars.iter().enumerate() {
+            let prev = k.checked_sub(1).map(|p| chars[p]);
+            let next = chars.get(k + 1);
+            let boundary = c.is_ascii_uppercase()
+                && prev.is_some_and(|p| {
+                    p.is_ascii_lowercase()
+                        || p.is_ascii_digit()
+                        || (p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase()))
+                });
+            if boundary && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            word.push(c.to_ascii_lowercase());
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+    }
+    words
+}
+
+/// The item a doc comment sits on: its name and the text of its type (for
+/// a field or tuple variant; empty otherwise).
+pub fn documented_item(line: &str) -> Option<(String, String)> {
+    let mut t = line.trim();
+    if let Some(rest) = t
+        .strip_prefix("pub ")
+        .or(t.strip_prefix("pub(").map(|_| &t[3..]))
+    {
+        t = rest.trim_start();
+        if t.starts_with('(') {
+            t = t[t.find(')')? + 1..].trim_start();
+        }
+    }
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    loop {
+        let before = t;
+        for q in ["async ", "unsafe ", "extern \"C\" ", "static mut "] {
+            t = t.strip_prefix(q).unwrap_or(t).trim_start();
+        }
+        if before.starts_with("static mut ") {
+            return Some((ident(t), String::new()));
+        }
+        if t.starts_with("const fn ") {
+            t = &t["const ".len()..];
+        }
+        if t == before {
+            break;
+        }
+    }
+    for kw in [
+        "fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "mod ",
+        "const ",
+        "static ",
+        "union ",
+        "macro_rules! ",
+    ] {
+        if let Some(rest) = t.strip_prefix(kw) {
+            let name = ident(rest);
+            return (!name.is_empty()).then_some((name, String::new()));
+        }
+    }
+    let name = ident(t);
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let rest = t[name.len()..].trim_start();
+    if let Some(ty) = rest.strip_prefix(':').filter(|r| !r.starts_with(':')) {
+        return Some((name, ty.to_string())); // a field
+    }
+    let variant = name.starts_with(|c: char| c.is_ascii_uppercase())
+        && (rest.is_empty() || rest.starts_with(['(', '{', ',', '=']));
+    let fields = rest
+        .strip_prefix('(')
+        .map_or("", |r| r.split(')').next().unwrap_or(""));
+    variant.then(|| (name, fields.to_string()))
+}
+
+/// The words of a one-line doc comment, lowercased, without "the", "a",
+/// "an" and punctuation (`` `request_id` `` is "request id").
+fn doc_words(doc: &str) -> Vec<String> {
+    doc.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !["the", "a", "an"].contains(w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether a one-line doc on `item` (name, type) only restates it: at most
+/// `FILLER_WORDS_MAX` words, each a word of the name or type (or of
+/// `EMPTY_WORDS`), and the name's words all there or the line a name of
+/// its own.
+pub fn is_filler(doc: &str, item: &(String, String)) -> bool {
+    let words = doc_words(doc);
+    let name = ident_words(&item.0);
+    let ty = ident_words(&item.1);
+    let known = |w: &String| {
+        let stem = w.strip_suffix('s').unwrap_or(w);
+        [w.as_str(), stem]
+            .iter()
+            .any(|x| name.iter().chain(&ty).any(|n| n == x) || EMPTY_WORDS.contains(x))
+    };
+    !words.is_empty() && words.len() <= FILLER_WORDS_MAX && words.iter().all(known)
+}
+
+/// Where a `///` block of `raw` starting at `i` ends (exclusive).
+fn doc_block_end(raw: &[String], i: usize) -> usize {
+    let mut j = i;
+    while raw.get(j).is_some_and(|l| is_doc_line(l)) {
+        j += 1;
+    }
+    j
+}
+
+fn is_doc_line(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("///") && !t.starts_with("////")
+}
+
+/// The line of the item after the attributes that follow line `j`.
+fn item_line_after(raw: &[String], mut j: usize) -> Option<usize> {
+    let mut depth = 0i64;
+    while let Some(l) = raw.get(j) {
+        let t = l.trim();
+        if depth > 0 || t.starts_with("#[") {
+            depth += t.matches('[').count() as i64 - t.matches(']').count() as i64;
+            j += 1;
+        } else if t.is_empty() || t.starts_with("//") {
+            return None;
+        } else {
+            return Some(j);
+        }
+    }
+    None
+}
+
+/// One-line doc comments that only restate the name of the item they
+/// document ("/// The group." on `group: GroupRef`).
+pub fn check_filler_docs(sources: &[Source]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in sources {
+        let mut i = 0;
+        while i < s.raw.len() {
+            if !is_doc_line(&s.raw[i]) {
+                i += 1;
+                continue;
+            }
+            let end = doc_block_end(&s.raw, i);
+            let item = item_line_after(&s.raw, end).and_then(|k| documented_item(&s.raw[k]));
+            let doc = s.raw[i].trim_start().trim_start_matches('/');
+            if let Some(item) = item.filter(|it| end == i + 1 && is_filler(doc, it)) {
+                out.push(Finding(format!(
+                    "src/{}:{}: the doc comment {:?} only restates `{}`; say what the name and \
+                     type do not (unit, source, rule, invariant, format) or delete it",
+                    s.rel,
+                    i + 1,
+                    doc.trim(),
+                    item.0
+                )));
+            }
+            i = end;
+        }
+    }
+    out
+}
+
+/// A `pub` (not `pub(crate)`) module, type, trait, function, const or
+/// static without a doc comment: `missing_docs` is off (ARCHITECTURE.md),
+/// so this keeps the public surface documented; fields and variants are
+/// left to judgement.
+pub fn check_public_docs(sources: &[Source]) -> Vec<Finding> {
+    let kinds = [
+        "fn", "struct", "enum", "trait", "type", "mod", "const", "static", "union",
+    ];
+    let mut out = Vec::new();
+    for s in sources {
+        if !s.raw.iter().any(|l| l.starts_with("//!")) {
+            out.push(Finding(format!(
+                "src/{}:1: the module has no `//!` doc comment",
+                s.rel
+            )));
+        }
+        let hidden = private_mod_lines(&s.code);
+        for (k, line) in s.raw.iter().enumerate() {
+            let Some(rest) = line.trim_start().strip_prefix("pub ") else {
+                continue;
+            };
+            if hidden.get(k).copied().unwrap_or(false) {
+                continue; // inside a private inline `mod x { .. }`
+            }
+            let kind = rest
+                .split_whitespace()
+                .find(|w| !["const", "async", "unsafe", "extern", "\"C\""].contains(w))
+                .unwrap_or("");
+            let kind = if rest.starts_with("const ") && kind != "fn" {
+                "const"
+            } else {
+                kind
+            };
+            if !kinds.contains(&kind) || has_doc_above(&s.raw, k) {
+                continue;
+            }
+            if kind == "mod" && rest.trim_end().ends_with(';') {
+                continue; // its file's `//!` documents it (checked below)
+            }
+            out.push(Finding(format!(
+                "src/{}:{}: the public {kind} has no doc comment",
+                s.rel,
+                k + 1
+            )));
+        }
+    }
+    out
+}
+
+/// Which lines of masked code lie inside a private inline `mod x { .. }`,
+/// whose `pub` items are not public.
+fn private_mod_lines(code: &str) -> Vec<bool> {
+    let mut hidden = Vec::new();
+    let mut depth = 0i64;
+    let mut open_at: Vec<i64> = Vec::new();
+    for line in code.lines() {
+        let t = line.trim();
+        if t.starts_with("mod ") && t.ends_with('{') {
+            open_at.push(depth);
+        }
+        hidden.push(!open_at.is_empty());
+        for ch in t.chars() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if open_at.last() == Some(&depth) {
+                        open_at.pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    hidden
+}
+
+/// Whether the attributes above line `k` sit under a doc comment.
+fn has_doc_above(raw: &[String], k: usize) -> bool {
+    let mut j = k;
+    while j > 0 {
+        j -= 1;
+        let t = raw[j].trim();
+        if is_doc_line(t) || t.starts_with("#[doc") {
+            return true;
+        }
+        let attr_tail = t.ends_with(']') || t.ends_with(")]") || t.ends_with(',');
+        if !(t.starts_with("#[") || attr_tail || t.starts_with("//")) || t.is_empty() {
+            return false;
+        }
+    }
+    false
+}
+
 /// Every finding over the tree.
 pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     let sources = read_sources(src_dir);
@@ -559,6 +885,8 @@ pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     all.extend(check_rule_literals(&sources));
     all.extend(check_bounds(&sources));
     all.extend(check_cli_refusals(&sources));
+    all.extend(check_filler_docs(&sources));
+    all.extend(check_public_docs(&sources));
     all.into_iter().collect()
 }
 
@@ -611,10 +939,18 @@ fn a_refusal_decided_in_cli_is_found() {
     );
     let found = check_cli_refusals(&[planted]);
     assert_eq!(found.len(), 2, "{found:?}");
-    assert!(found[0].0.starts_with("src/cli/ingest.rs:3: a refusal decided in cli/"), "{found:?}");
+    assert!(
+        found[0]
+            .0
+            .starts_with("src/cli/ingest.rs:3: a refusal decided in cli/"),
+        "{found:?}"
+    );
     assert!(found[1].0.starts_with("src/cli/ingest.rs:4:"), "{found:?}");
     let elsewhere = source_of("method/decide/case.rs", "fn f() { let _ = Rule::Case8; }\n");
-    assert!(check_cli_refusals(&[elsewhere]).is_empty(), "method decides refusals");
+    assert!(
+        check_cli_refusals(&[elsewhere]).is_empty(),
+        "method decides refusals"
+    );
 }
 
 #[test]
@@ -665,4 +1001,84 @@ fn long_functions_rule_literals_and_flat_files_are_found() {
         source_of("report/s.rs", "use sled::Db;\n"),
     ]);
     assert_eq!(files.len(), 2, "{files:?}");
+}
+
+#[test]
+fn filler_doc_comments_and_undocumented_public_items_are_found() {
+    let text = "\
+//! A module.
+
+/// A sealed group.
+pub struct Sealed {
+    /// The group.
+    pub group: GroupRef,
+    /// The case identity.
+    #[serde(default)]
+    pub case: CaseRef,
+    /// `request_id`.
+    pub request_id: String,
+    /// Wall time, ms.
+    pub duration_ms: u64,
+    /// The group it was offered to.
+    pub offered: GroupRef,
+    /// The seq.
+    ///
+    /// Counted from 0: genesis is seq 0.
+    pub seq: u64,
+}
+
+/// What a check found.
+pub enum Kind {
+    /// Pass.
+    Pass,
+    /// The check holds.
+    Holds = \"holds\",
+}
+
+/// Runs.
+pub fn run() {}
+
+pub fn undocumented() {}
+
+#[cfg(test)]
+mod tests {
+    /// The group.
+    pub group: u8,
+}
+";
+    let s = [source_of("method/x.rs", text)];
+    let found: Vec<String> = check_filler_docs(&s).into_iter().map(|f| f.0).collect();
+    // Line 5 "The group." (group), 7 "The case identity." (case: CaseRef),
+    // 10 `request_id`, 24 "Pass."; 30 "Runs." restates `run`. Units, a
+    // relation, a multi-line doc and test items are kept.
+    let lines: Vec<&str> = found
+        .iter()
+        .map(|f| f.split(": the doc").next().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "src/method/x.rs:5",
+            "src/method/x.rs:7",
+            "src/method/x.rs:10",
+            "src/method/x.rs:24",
+            "src/method/x.rs:30"
+        ],
+        "{found:#?}"
+    );
+    assert!(found[0].contains("only restates `group`"), "{found:?}");
+    let public = check_public_docs(&s);
+    assert_eq!(public.len(), 1, "{public:?}");
+    assert!(public[0]
+        .0
+        .contains("src/method/x.rs:33: the public fn has no doc comment"));
+    let no_module_doc = check_public_docs(&[source_of("log/y.rs", "/// A.\npub fn a() {}\n")]);
+    assert_eq!(no_module_doc.len(), 1, "{no_module_doc:?}");
+    assert!(no_module_doc[0]
+        .0
+        .contains("src/log/y.rs:1: the module has no"));
+    assert_eq!(
+        ident_words("HTTPCheckKind_v2"),
+        ["http", "check", "kind", "v2"]
+    );
 }

@@ -186,7 +186,8 @@ pub const HARBOR_REWARD_FILE_BYTES_MAX: usize = 64 * 1024;
 /// Most credential findings recorded for one file (or one JSON Lines row);
 /// one leak is enough to fail the group's `secrets` row.
 pub const CREDENTIAL_FINDINGS_PER_FILE_MAX: usize = 16;
-/// Most job directories one [`harbor::walk_jobs`] lists in a jobs directory.
+/// Most job directories one [`walk_jobs`](crate::evidence::harbor::walk_jobs)
+/// lists in a jobs directory.
 pub const HARBOR_JOB_DIRS_MAX: usize = 1_000;
 /// Largest Harbor `result.json` (trial or job) read, in bytes. A Terminus 2
 /// result is a few KiB; rollout details with token ids and logprobs can
@@ -194,7 +195,8 @@ pub const HARBOR_JOB_DIRS_MAX: usize = 1_000;
 pub const HARBOR_RESULT_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// Most keys of a Harbor `verifier_result.rewards` object.
 pub const HARBOR_REWARD_KEYS_MAX: usize = 256;
-/// Most trial directories one [`harbor::walk_jobs`] lists, over all jobs.
+/// Most trial directories one
+/// [`walk_jobs`](crate::evidence::harbor::walk_jobs) lists, over all jobs.
 pub const HARBOR_TRIAL_DIRS_MAX: usize = 10_000;
 /// Longest echo of an offending value in an error message, in bytes; longer
 /// values are cut at a character boundary and their length is given.

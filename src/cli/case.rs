@@ -283,7 +283,6 @@ pub(crate) fn record_exit(
 pub(crate) struct StartRequest<'a> {
     /// `LINEAGE/GROUP` or `GROUP`.
     pub(crate) group: &'a str,
-    /// The identity.
     pub(crate) case: CaseRef,
     /// The TrialConfig to launch; default the frozen rendering.
     pub(crate) config: Option<&'a Path>,
@@ -297,9 +296,7 @@ pub(crate) struct StartRequest<'a> {
 pub(crate) struct StartedCase {
     /// The `case_started` record.
     pub(crate) started: Appended,
-    /// The group.
     pub(crate) group: GroupRef,
-    /// The identity.
     pub(crate) case: CaseRef,
     /// The frozen AWS selector for the child, ambient credentials removed.
     pub(crate) env: Vec<(String, Option<String>)>,
@@ -323,9 +320,7 @@ pub(crate) fn start_case(
 /// What `start_case_with` knows once `decide` has accepted a start, before
 /// its append.
 pub(crate) struct Starting<'a> {
-    /// The group.
     pub(crate) group: &'a GroupRef,
-    /// The identity.
     pub(crate) case: &'a CaseRef,
     /// The child's environment.
     pub(crate) env: &'a [(String, Option<String>)],

@@ -66,9 +66,7 @@ mod with_aws {
 
     /// A central-host observation as recorded.
     pub(crate) struct Observed {
-        /// Its seq.
         pub(crate) seq: u64,
-        /// The observation.
         pub(crate) obs: CheckRecorded,
         /// The hard stop recorded with a difference, if one.
         pub(crate) stop: Option<u64>,

@@ -163,9 +163,7 @@ pub struct ResidueArgs {
 
 /// A gate observation as appended.
 pub(crate) struct Recorded {
-    /// Its seq.
     pub(crate) seq: u64,
-    /// The observation.
     pub(crate) obs: CheckRecorded,
 }
 

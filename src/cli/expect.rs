@@ -55,7 +55,7 @@ fn observed(path: &Path, wait: Duration) -> anyhow::Result<expect::Observed> {
     Ok(got)
 }
 
-/// Runs `expect`.
+/// `expect`: the ledger at `a.ledger` against the file `a.expect`; exit 1 when they differ.
 pub fn run_expect(a: &ExpectArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let text = crate::error::read_regular(&a.expect, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
     let source = a.expect.display().to_string();

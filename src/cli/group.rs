@@ -137,7 +137,6 @@ pub(crate) fn close_group(cli: &Cli, wait: Duration, spec: &str) -> anyhow::Resu
 pub(crate) struct Sealed {
     /// The records appended (the seal first, the checkpoint last).
     pub(crate) done: Vec<Appended>,
-    /// The status.
     pub(crate) status: String,
     /// The failing rows.
     pub(crate) failing: Vec<String>,

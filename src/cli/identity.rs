@@ -68,7 +68,6 @@ mod with_aws {
     pub(crate) struct Proved {
         /// The `identity_checked` record.
         pub(crate) checked: Appended,
-        /// The observation.
         pub(crate) obs: IdentityChecked,
         /// The GATE-1 hard stop recorded with a mismatch.
         pub(crate) stop: Option<Appended>,

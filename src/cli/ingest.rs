@@ -75,7 +75,7 @@ pub struct HarborArgs {
 pub struct RowsArgs {
     /// The group: `LINEAGE/GROUP`, or `GROUP` when the ledger holds one lineage.
     pub group: String,
-    /// The file.
+    /// The BitRouter evidence file: JSON Lines, one row of this kind per line.
     pub file: PathBuf,
     /// Print one JSON document on stdout.
     #[arg(long)]
@@ -226,7 +226,6 @@ fn ingest_rows(
 pub(crate) struct Ingested {
     /// The file as given.
     pub(crate) source: String,
-    /// Its BLAKE3.
     pub(crate) blake3: String,
     /// Rows read and appended.
     pub(crate) summary: Summary,

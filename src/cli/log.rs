@@ -330,7 +330,6 @@ fn verify_ledger(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<Ex
     })
 }
 
-/// `head`.
 pub(crate) fn run_head(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
     let ledger = crate::cli::common::open_reading(dir, wait)?;

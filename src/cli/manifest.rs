@@ -84,9 +84,9 @@ pub struct SignOffArgs {
 /// Sign-off roles on the command line.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum RoleArg {
-    /// The operator.
+    /// The operator who will run the lineage.
     Operator,
-    /// The reviewer.
+    /// A second person who reviewed the frozen manifest.
     Reviewer,
 }
 

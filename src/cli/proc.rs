@@ -67,7 +67,6 @@ pub(crate) fn process_ref(pid: u32) -> Option<ProcessRef> {
     })
 }
 
-/// This process.
 pub(crate) fn this_process() -> ProcessRef {
     let pid = std::process::id();
     process_ref(pid).unwrap_or_else(|| ProcessRef {
@@ -261,7 +260,6 @@ fn exited_unreaped(child: &Child) -> std::io::Result<bool> {
 /// How a command ended under its deadline.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ended {
-    /// Its status.
     pub(crate) status: ExitStatus,
     /// True when it was killed at its deadline.
     pub(crate) killed: bool,

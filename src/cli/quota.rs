@@ -64,9 +64,7 @@ mod with_aws {
 
     /// A quota check as recorded.
     pub(crate) struct QuotaRecorded {
-        /// Its seq.
         pub(crate) seq: u64,
-        /// The observation.
         pub(crate) obs: QuotaChecked,
         /// The measured numbers, or why the check could not run.
         pub(crate) outcome: Result<rules::QuotaNumbers, rules::AwsError>,

@@ -180,7 +180,7 @@ fn interrupts() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// `run`.
+/// `run`: the group is `a.group`, or `a.lineage`/`a.group` when `a.group` has no slash.
 pub fn run_run(cli: &Cli, a: &RunArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let spec = match &a.lineage {
         Some(l) if !a.group.contains('/') => format!("{l}/{}", a.group),

@@ -110,7 +110,6 @@ impl Fold {
 
 /// This `run` process's lease on its group (RUN-2).
 pub(crate) struct Lease {
-    /// The group.
     group: GroupRef,
     /// The lineage label as the operator named it.
     lineage: Option<String>,

@@ -66,14 +66,14 @@ const STREAM_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Everything a [`TrialResultRecorded`] carries except the group and case,
 /// plus what the payload has no field for (`verifier_ran`, the agent's name
-/// and version apart, the model provider, `trial_uri`).
+/// and version apart, the model provider, `trial_uri`). A field named like
+/// a `result.json` key holds that key's value unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedTrial {
     /// `trial_name` (Harbor names the trial directory after it).
     pub trial_name: String,
     /// `id`: Harbor's uuid of this attempt (new on every retry).
     pub attempt_id: String,
-    /// `task_name`.
     pub task_name: String,
     /// `task_id`, in whichever of the three union shapes it came.
     pub task_id: HarborTaskId,
@@ -81,7 +81,6 @@ pub struct ParsedTrial {
     pub source: Option<String>,
     /// `task_checksum`: 64 lowercase hex digits.
     pub task_checksum: String,
-    /// `trial_uri`.
     pub trial_uri: String,
     /// `agent_info.name`.
     pub agent_name: String,
@@ -551,7 +550,9 @@ fn is_uuid(s: &str) -> bool {
 // Job results
 // ---------------------------------------------------------------------------
 
-/// What a job-level `result.json` (`JobResult`, without trial results) says.
+/// What a job-level `result.json` (`JobResult`, without trial results) says;
+/// a field named like a key holds that key's value unless its doc says
+/// otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedJobResult {
     /// `id`: the job uuid (reused on resume).
@@ -560,7 +561,6 @@ pub struct ParsedJobResult {
     pub started_at: String,
     /// `finished_at`: null until the job is done.
     pub finished_at: Option<String>,
-    /// `n_total_trials`.
     pub n_total_trials: u64,
     /// `stats.n_completed_trials`.
     pub n_completed_trials: Option<u64>,
@@ -655,7 +655,6 @@ impl FileArtifact {
 pub struct TrialDir {
     /// The directory name (Harbor's trial name).
     pub name: String,
-    /// The directory path.
     pub path: String,
     /// Its `result.json`; `None` means the trial is incomplete (Harbor
     /// writes the file only when a trial ends).
@@ -681,7 +680,6 @@ impl TrialDir {
 pub struct HarborJob {
     /// The directory name (Harbor's job name).
     pub name: String,
-    /// The directory path.
     pub path: String,
     /// Job-level `result.json`, `lock.json` and `config.json` that exist, in
     /// that order.
@@ -906,9 +904,7 @@ fn reward_file_values(
 /// CASE-5, BIND-7): `harbor_job_recorded.v1` without the group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFacts {
-    /// The job's name.
     pub job_name: String,
-    /// Its path.
     pub path: String,
     /// Its trial directories, by name.
     pub trial_names: Vec<String>,

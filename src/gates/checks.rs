@@ -169,7 +169,8 @@ pub fn sentinel_request(
     })
 }
 
-/// Sends a sentinel.
+/// POSTs the sentinel request, bounded by `timeout` (`SENTINEL_TIMEOUT_MS` for GATE-3); a
+/// non-answer is the `HttpFailure`.
 pub fn send_sentinel(
     req: &SentinelRequest,
     timeout: Duration,
@@ -292,7 +293,6 @@ fn tier_name(route: &Route) -> String {
 pub struct BinaryFacts {
     /// SHA-256 of the file, lowercase hex.
     pub sha256: String,
-    /// Its size.
     pub bytes: u64,
     /// Its ELF architecture (`x86_64`, `aarch64`, ...), `not_elf`, or
     /// `em_<n>` for a machine this build does not name.

@@ -161,7 +161,6 @@ impl Method {
 /// A complete HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpResponse {
-    /// The status code.
     pub status: u16,
     /// Header names (lowercase) and values, in order.
     pub headers: Vec<(String, String)>,

@@ -306,7 +306,6 @@ pub fn clean(text: &str) -> String {
 /// What STS answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerIdentity {
-    /// The account id.
     pub account: String,
     /// The caller's ARN.
     pub arn: String,
@@ -465,20 +464,17 @@ pub fn identity_observation(
 /// One instance as DescribeInstances answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveInstance {
-    /// Its id.
     pub id: String,
     /// Its type (`m5.large`).
     pub instance_type: String,
-    /// Its state name.
     pub state: String,
-    /// Its tags.
     pub tags: BTreeMap<String, String>,
 }
 
 /// The GATE-2 numbers, in vCPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaNumbers {
-    /// The quota.
+    /// The quota `L-1216C47A` (`EC2_VCPU_QUOTA_CODE`).
     pub quota_vcpu: u64,
     /// Regional use: running + pending.
     pub used_vcpu: u64,

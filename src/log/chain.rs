@@ -216,7 +216,6 @@ pub struct Verified {
     pub prev: Hash,
     /// This record's hash.
     pub hash: Hash,
-    /// The decoded record.
     pub decoded: Decoded,
 }
 

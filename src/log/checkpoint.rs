@@ -157,7 +157,7 @@ pub enum Check {
     Absent,
     /// Not usable (torn, other build or history); it is ignored.
     Ignored {
-        /// Why.
+        /// What makes it unusable, in words (`verify` reports it as `why`).
         why: String,
     },
     /// Equal to the replay of the log up to `seq`.

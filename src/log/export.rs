@@ -32,7 +32,6 @@ const IMPORT_CHUNK_RECORDS: usize = 10_000;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportLine {
-    /// The record's seq.
     pub seq: u64,
     /// Hash of the predecessor, hex.
     pub prev_hash: String,

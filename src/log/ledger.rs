@@ -37,7 +37,6 @@ pub const TOOL_VERSION: &str = concat!("benchledger ", env!("CARGO_PKG_VERSION")
 pub struct Draft {
     /// Who appends it.
     pub actor: String,
-    /// The event.
     pub event: Event,
     /// A client idempotency key: the same key with the same payload appends
     /// once; with a different payload it is refused.
@@ -47,9 +46,7 @@ pub struct Draft {
 /// The outcome of appending one draft.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
-    /// The record's seq.
     pub seq: u64,
-    /// The record's hash.
     pub hash: Hash,
     /// False when an earlier record with the same idempotency key and payload
     /// was found and nothing was appended.

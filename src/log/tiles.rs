@@ -294,7 +294,6 @@ pub trait TileSource {
 
 /// Tiles in a directory.
 pub struct DirSource {
-    /// The directory.
     pub dir: PathBuf,
 }
 

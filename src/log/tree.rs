@@ -164,9 +164,7 @@ pub fn nodes_path(ledger_dir: &Path) -> PathBuf {
 /// A `checkpoint_recorded` record found by the walk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedCheckpoint {
-    /// Its seq.
     pub seq: u64,
-    /// Its payload.
     pub record: CheckpointRecorded,
 }
 
@@ -176,14 +174,12 @@ pub struct RecordedCheckpoint {
 pub struct RecordedSeal {
     /// Its seq (its leaf index).
     pub seq: u64,
-    /// Its link hash.
     pub link: LinkHash,
 }
 
 /// A `checkpoint_recorded` record that does not hold (TRUST-1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointProblem {
-    /// The record's seq.
     pub seq: u64,
     /// What does not hold.
     pub detail: String,
@@ -221,7 +217,7 @@ pub enum CacheCheck {
     /// It cannot be read as a node file, or holds a hash the log does not
     /// give.
     Differs {
-        /// Why.
+        /// How it differs, in words ("it holds hashes the log does not give").
         why: String,
     },
 }

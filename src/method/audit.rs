@@ -15,7 +15,6 @@ use crate::schema::events::{CleanupAudited, Event, GroupRef, GroupSealed};
 /// One sealed verdict compared with its re-derivation.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AuditLine {
-    /// The group.
     pub group: GroupRef,
     /// Seq of the seal.
     pub seq: u64,

@@ -35,7 +35,6 @@ pub const AUDITOR_STATE_FORMAT: &str = "benchledger auditor state v1";
 pub struct Remembered {
     /// Its tree size.
     pub size: u64,
-    /// Its root.
     pub root: Hash,
     /// Its signed note, verbatim.
     pub note: String,

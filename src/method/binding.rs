@@ -439,7 +439,6 @@ pub fn reward(rules: &BindingRules, r: &TrialResultRecordedV2) -> Result<String,
 /// binding applied, its reward, and why it is not terminal_valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
-    /// Its state.
     pub status: CaseStatus,
     /// Its reward (BIND-2), when it has one.
     pub reward: Option<String>,

@@ -104,7 +104,6 @@ pub struct RefusalExpect {
     /// Its seq; without one, only the rule is compared (in log order).
     #[serde(default)]
     pub seq: Option<u64>,
-    /// The rule.
     pub rule: String,
 }
 

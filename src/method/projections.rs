@@ -35,7 +35,6 @@ pub const PROJECTION_VERSION_OLDEST: u32 = 2;
 /// Where an event sits in the log: its seq and when it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct At {
-    /// The record's seq.
     pub seq: u64,
     /// The record's `recorded_at_utc_ns`.
     pub utc_ns: u64,
@@ -252,9 +251,7 @@ pub struct DecisionObs {
     pub commitment: Option<Commitment>,
     /// The decision reason (REPORT-5).
     pub reason: Sym,
-    /// The selected tier.
     pub selected_tier: Option<Sym>,
-    /// The selected model.
     pub selected_model: Option<Sym>,
 }
 
@@ -294,7 +291,6 @@ impl Commitment {
 /// An authoritative settlement receipt (SETTLE-4, SETTLE-5).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReceiptObs {
-    /// Its state.
     pub state: ReceiptState,
     /// Its charge when computed.
     pub final_charge_micro_usd: Option<u64>,
@@ -305,7 +301,6 @@ pub struct ReceiptObs {
 pub struct TaskOutcome {
     /// Harbor's trial name, if recorded.
     pub trial_name: Option<Sym>,
-    /// The task id.
     pub task_id: Sym,
     /// The reward, decimal text.
     pub reward: Sym,
@@ -384,7 +379,6 @@ pub struct Claim {
 /// A credential shape found in a stored string (the secrets row).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SecretFinding {
-    /// The record's seq.
     pub seq: u64,
     /// `<kind>.<field path>` of the string.
     pub field: String,

@@ -180,7 +180,6 @@ pub(crate) use serialize_as_array;
 pub struct Fact {
     /// What it is.
     pub what: String,
-    /// Its value.
     pub value: String,
 }
 serialize_as_array!(Fact { what, value });
@@ -232,7 +231,6 @@ serialize_as_array!(StopLine { seq, rule, reason });
 /// A sealed verdict. JSON: `["group", seq, "status"]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealedLine {
-    /// The group.
     pub group: String,
     /// Seq of its seal.
     pub seq: u64,
@@ -303,13 +301,10 @@ pub struct Role {
 pub struct RouteLine {
     /// strong, balanced, economy.
     pub tier: String,
-    /// Provider id.
     pub provider: String,
-    /// Model id.
     pub model: String,
     /// Wire protocol.
     pub protocol: String,
-    /// Credential class.
     pub credential_class: String,
 }
 
@@ -318,7 +313,6 @@ pub struct RouteLine {
 pub struct PriceLine {
     /// `provider:model`.
     pub route: String,
-    /// Credential class.
     pub credential_class: String,
     /// actual or notional.
     pub basis: String,
@@ -356,13 +350,10 @@ pub struct Frozen {
     pub prices: Vec<PriceLine>,
     /// Pinned software and sources.
     pub software: Vec<Fact>,
-    /// Topology.
     pub topology: Vec<Fact>,
-    /// Limits.
     pub limits: Vec<Fact>,
     /// Frozen hashes and keys (the value is hex).
     pub hashes: Vec<Fact>,
-    /// Sign-offs.
     pub sign_offs: Vec<SignOffLine>,
     /// Seq of `manifest_frozen`.
     pub frozen_seq: u64,
@@ -373,14 +364,12 @@ pub struct Frozen {
 pub struct Excluded {
     /// `task/trial`.
     pub case: String,
-    /// Why.
     pub why: String,
 }
 
 /// The exact case intersection of a round with its control (LINEAGE-9).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IntersectionLine {
-    /// The round.
     pub round: String,
     /// Identities valid in both.
     pub included: u64,
@@ -481,7 +470,6 @@ pub struct GroupRow {
 /// One point of the chart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChartPoint {
-    /// The group.
     pub group: String,
     /// `accepted`, `rejected` or `unsealed`.
     pub marker: ChartMarker,
@@ -507,7 +495,6 @@ pub struct PairLine {
 /// Section 6: paired per-case deltas of a round (REPORT-4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Paired {
-    /// The round.
     pub round: String,
     /// Whether the round is accepted (else diagnostics only).
     pub diagnostics_only: bool,
@@ -534,7 +521,6 @@ pub struct Paired {
 /// Section 7: requests by tier and decision reason (REPORT-5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DecisionCounts {
-    /// The group.
     pub group: String,
     /// Rejected or unsealed.
     pub diagnostics_only: bool,
@@ -559,15 +545,10 @@ pub struct RouteUsage {
     pub route: String,
     /// Its frozen tier, or `unresolved`.
     pub tier: String,
-    /// Requests.
     pub requests: u64,
-    /// Uncached input tokens.
     pub uncached_input_tokens: u64,
-    /// Cache read tokens.
     pub cache_read_tokens: u64,
-    /// Cache write tokens.
     pub cache_write_tokens: u64,
-    /// Output tokens.
     pub output_tokens: u64,
     /// Reasoning tokens (billed at the output rate).
     pub reasoning_tokens: u64,
@@ -580,9 +561,7 @@ pub struct RouteUsage {
 /// One gate row as evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RowLine {
-    /// The gate.
     pub gate: String,
-    /// Holds.
     pub holds: bool,
     /// Its evidence text, as the verdict has it (and a seal stores it).
     pub evidence: String,
@@ -595,7 +574,6 @@ pub struct RowLine {
 /// Section 8: four-bucket settlement and join audit of a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettlementAudit {
-    /// The group.
     pub group: String,
     /// Rejected or unsealed.
     pub diagnostics_only: bool,
@@ -623,7 +601,6 @@ pub struct SettlementAudit {
 pub struct RuntimeEvidence {
     /// The group (canaries included).
     pub group: String,
-    /// Its status.
     pub status: String,
     /// Case identities by state.
     pub cases: BTreeMap<String, u64>,
@@ -633,7 +610,6 @@ pub struct RuntimeEvidence {
     pub skipped: u64,
     /// Traces by non-2xx HTTP status.
     pub http_non_2xx: BTreeMap<String, u64>,
-    /// Traces `failed`.
     pub traces_failed: u64,
     /// Traces `client_cancelled`.
     pub traces_cancelled: u64,
@@ -647,9 +623,7 @@ pub struct RuntimeEvidence {
     pub concurrency: u64,
     /// Highest sampled sandbox count.
     pub monitor_peak: Option<u64>,
-    /// Monitor samples.
     pub monitor_samples: u64,
-    /// The cleanup row.
     pub cleanup: RowLine,
     /// Failing gate rows.
     pub failing_rows: Vec<String>,
@@ -660,7 +634,6 @@ pub struct RuntimeEvidence {
 /// A steady-state row (REPORT-3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SteadyRow {
-    /// The round.
     pub round: String,
     /// Its cost on the basis.
     pub cost: Option<Money>,
@@ -686,7 +659,7 @@ pub struct CumulativeRow {
 /// Section 10: steady-state and cumulative economics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Economics {
-    /// The basis label.
+    /// The report's cost basis (`basis.label`), the same for every round.
     pub basis: String,
     /// One per round.
     pub steady: Vec<SteadyRow>,
@@ -707,7 +680,6 @@ pub struct ShareCost {
 /// The cache-read sensitivity of one notional amount.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SensitivityRow {
-    /// The group.
     pub group: String,
     /// Not sealed `accepted`: shown as diagnostics only (VERDICT-2).
     pub diagnostics_only: bool,
@@ -753,7 +725,6 @@ pub struct CacheSensitivity {
 /// A round against control at equal cache-read shares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EqualShareDelta {
-    /// The round.
     pub round: String,
     /// At each share of [`CacheSensitivity::shares_pct`], in order.
     pub at: Vec<ShareDelta>,
@@ -775,11 +746,8 @@ pub struct ShareDelta {
 /// A failed, invalid or unfinished case attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailedCase {
-    /// The group.
     pub group: String,
-    /// The identity.
     pub case: String,
-    /// Its state.
     pub status: String,
     /// Why, as recorded.
     pub why: String,
@@ -788,7 +756,6 @@ pub struct FailedCase {
 /// A validated security-policy skip (REPORT-1, CASE-6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkipLine {
-    /// The group.
     pub group: String,
     /// The original identity.
     pub case: String,
@@ -803,7 +770,6 @@ pub struct SkipLine {
 /// The time between control and a round (stale controls show here).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TimeGap {
-    /// The round.
     pub round: String,
     /// Seq of the control's seal.
     pub control_sealed_seq: u64,
@@ -818,11 +784,8 @@ pub struct TimeGap {
 /// A group shown as diagnostics (VERDICT-2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
-    /// The group.
     pub group: String,
-    /// Its status.
     pub status: String,
-    /// Its failing rows.
     pub failing: Vec<RowLine>,
 }
 
@@ -860,7 +823,6 @@ pub struct RefusedFileLine {
 /// The go/no-go checks of one round.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RoundCheck {
-    /// The round.
     pub round: String,
     /// Accepted and comparable with control.
     pub comparable: bool,
@@ -938,7 +900,6 @@ pub struct SignedCheckpoint {
 /// A sealed group's seal record and its inclusion proof in the checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SealInclusion {
-    /// The group.
     pub group: String,
     /// The seq of its seal.
     pub seq: u64,
@@ -984,7 +945,6 @@ pub struct SealProof {
 pub struct Report {
     /// [`super::REPORT_FORMAT`].
     pub format: String,
-    /// The lineage.
     pub lineage: String,
     /// The projection version that computed the verdicts.
     pub projection_version: u32,

@@ -20,7 +20,6 @@ pub(crate) const MICRO: i128 = 1_000_000;
 /// its USD text to the cent (what people read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Money {
-    /// Micro-USD.
     pub micro_usd: u64,
     /// The same amount in USD, exact decimal text (via [`Dec`]).
     pub usd: String,

@@ -33,7 +33,6 @@ named_enum! {
 /// A metric left out of the entry, and why. JSON: `["metric", "why"]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Omitted {
-    /// The metric.
     pub metric: RegistryMetric,
     /// Why it is not provable.
     pub why: String,
@@ -44,7 +43,6 @@ serialize_as_array!(Omitted { metric, why });
 /// public-reproduction lineage; metrics that cannot be proven are omitted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Registry {
-    /// The lineage.
     pub lineage: String,
     /// The group the entry describes.
     pub group: String,
@@ -62,7 +60,6 @@ pub struct Registry {
     pub time_per_task: Option<Ratio>,
     /// Who measured it.
     pub measured_by: String,
-    /// The harness.
     pub harness: String,
     /// The configuration measured.
     pub config: String,
@@ -72,7 +69,6 @@ pub struct Registry {
     pub source_url: Option<String>,
     /// Metrics left out and why.
     pub omitted: Vec<Omitted>,
-    /// The ledger head.
     pub ledger: LedgerHead,
 }
 

@@ -20,11 +20,8 @@ use crate::schema::manifest::is_non_evaluation;
 /// One request of a group: its buckets, charge, tier, reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestRow {
-    /// The lineage.
     pub lineage: String,
-    /// The group.
     pub group: String,
-    /// The group's status.
     pub group_status: String,
     /// The persisted request id.
     pub request_id: String,
@@ -40,17 +37,11 @@ pub struct RequestRow {
     pub category: Category,
     /// The selected tier, if a decision exists.
     pub selected_tier: Option<String>,
-    /// Uncached input tokens.
     pub uncached_input_tokens: Option<u64>,
-    /// Cache read tokens.
     pub cache_read_tokens: Option<u64>,
-    /// Cache write tokens.
     pub cache_write_tokens: Option<u64>,
-    /// Output tokens.
     pub output_tokens: Option<u64>,
-    /// Reasoning tokens.
     pub reasoning_tokens: Option<u64>,
-    /// Settlement state.
     pub settlement_state: String,
     /// Cost series.
     pub series: String,
@@ -65,15 +56,10 @@ pub struct RequestRow {
 /// One case identity of a group: reward and status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CaseRow {
-    /// The lineage.
     pub lineage: String,
-    /// The group.
     pub group: String,
-    /// The group's status.
     pub group_status: String,
-    /// The task.
     pub task: String,
-    /// The trial identity.
     pub trial: String,
     /// 0 original, 1 replacement-01.
     pub replacement: u8,
@@ -94,9 +80,7 @@ pub struct CaseRow {
 /// a reused control's rows are under the lineage that ran it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupTableRow {
-    /// The lineage.
     pub lineage: String,
-    /// The group.
     pub group: String,
     /// Its position in the frozen target list (0-based).
     pub group_order: u32,

@@ -21,15 +21,11 @@ crate::schema::named::named_enum! {
 /// One instance as DescribeInstances answers for it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CentralInstance {
-    /// Its id.
     pub id: String,
-    /// Its AMI.
     pub ami: String,
-    /// Its type.
     pub instance_type: String,
     /// Its state name (`pending`, `running`, ...).
     pub state: String,
-    /// Its tags.
     pub tags: BTreeMap<String, String>,
     /// Its private address, once it has one.
     pub private_ip: Option<String>,
@@ -57,9 +53,9 @@ pub mod keys {
     pub const RUN_TAG: &str = "run_tag";
     /// The private address.
     pub const PRIVATE_IP: &str = "private_ip";
-    /// The launch time.
+    /// The launch time observed (RFC 3339, as EC2 gives it).
     pub const LAUNCH_TIME: &str = "launch_time";
-    /// The subnet.
+    /// The subnet id observed.
     pub const SUBNET_ID: &str = "subnet_id";
     /// Each difference from the frozen host, `; `-separated (absent: none).
     pub const MISMATCHES: &str = "mismatches";

@@ -255,7 +255,6 @@ vocabulary! {
 pub struct GroupRef {
     /// The lineage label of the frozen manifest.
     pub lineage: String,
-    /// The group name.
     pub group: String,
 }
 
@@ -303,7 +302,6 @@ pub type NumberText = String;
 /// attempt counts of the job it ran in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrialFactsRecorded {
-    /// The group.
     pub group: GroupRef,
     /// The ledger case the result belongs to.
     pub case: CaseRef,
@@ -337,7 +335,6 @@ pub struct EvidenceRefused {
     pub role: String,
     /// Its path as given.
     pub path: String,
-    /// Its size.
     pub bytes: u64,
     /// BLAKE3 of its bytes, hex.
     pub blake3: String,
@@ -375,7 +372,6 @@ pub struct OperatorNoted {
 /// redacted-with-commitments form of the operator's TOML).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozen {
-    /// The lineage label.
     pub lineage: String,
     /// BLAKE3 of the canonical encoding of `manifest`, hex.
     pub manifest_blake3: String,
@@ -388,7 +384,6 @@ pub struct ManifestFrozen {
     pub lineage_key: String,
     /// The control key (FREEZE-6), hex.
     pub control_key: String,
-    /// The manifest itself.
     pub manifest: Manifest,
 }
 
@@ -397,7 +392,6 @@ pub struct ManifestFrozen {
 /// `manifest_blake3` covers the manifest and the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozenV2 {
-    /// The lineage label.
     pub lineage: String,
     /// BLAKE3 of the canonical encoding of `(manifest, plan)`, hex.
     pub manifest_blake3: String,
@@ -410,7 +404,6 @@ pub struct ManifestFrozenV2 {
     pub lineage_key: String,
     /// The control key (FREEZE-6), hex.
     pub control_key: String,
-    /// The manifest itself.
     pub manifest: Manifest,
     /// What v2 adds (`schema::plan`).
     pub plan: crate::schema::plan::Plan,
@@ -421,7 +414,6 @@ pub struct ManifestFrozenV2 {
 /// `manifest_blake3` covers the manifest, the plan and both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManifestFrozenV3 {
-    /// The lineage label.
     pub lineage: String,
     /// BLAKE3 of the canonical encoding of `(manifest, plan, central_launch,
     /// excluded_tasks)`, hex.
@@ -435,7 +427,6 @@ pub struct ManifestFrozenV3 {
     pub lineage_key: String,
     /// The control key (FREEZE-6), hex.
     pub control_key: String,
-    /// The manifest itself.
     pub manifest: Manifest,
     /// What v2 adds (`schema::plan`).
     pub plan: crate::schema::plan::Plan,
@@ -528,7 +519,6 @@ crate::schema::named::named_enum! {
 /// A sign-off of a frozen manifest (FREEZE-7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestSignedOff {
-    /// The lineage label.
     pub lineage: String,
     /// The manifest hash signed off (must equal the frozen one).
     pub manifest_blake3: String,
@@ -544,7 +534,6 @@ pub struct ManifestSignedOff {
 /// 11), a C2SP signed note's text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestSignedOffV2 {
-    /// The lineage label.
     pub lineage: String,
     /// The manifest hash signed off (must equal the frozen one).
     pub manifest_blake3: String,
@@ -627,7 +616,6 @@ pub struct CheckpointWitnessFailed {
 /// An STS identity proof (GATE-1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdentityChecked {
-    /// The lineage label.
     pub lineage: String,
     /// The selector used, as frozen (`profile:NAME`, `role:ARN-redacted`, `instance_profile`).
     pub selector: String,
@@ -650,13 +638,10 @@ pub struct IdentityChecked {
 /// The vCPU quota gate (GATE-2). All counts are vCPUs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuotaChecked {
-    /// The lineage label.
     pub lineage: String,
-    /// The region.
     pub region: String,
     /// The quota code (`L-1216C47A`).
     pub quota_code: String,
-    /// The quota value.
     pub quota_vcpu: u64,
     /// Current regional use (running + pending instances).
     pub used_vcpu: u64,
@@ -703,7 +688,6 @@ crate::schema::named::named_enum! {
 /// A gate observation, pass or fail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRecorded {
-    /// The lineage label.
     pub lineage: String,
     /// The group it was taken for, if any.
     pub group: Option<String>,
@@ -725,7 +709,6 @@ pub struct CheckRecorded {
 /// A group's daemon start (GATE-4, FREEZE-4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupOpened {
-    /// The group.
     pub group: GroupRef,
     /// SHA-256 of the daemon binary, hex.
     pub binary_sha256: String,
@@ -743,9 +726,7 @@ pub struct GroupOpened {
 /// gate held; Harbor is called only after this is durable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseStarted {
-    /// The group.
     pub group: GroupRef,
-    /// The case identity.
     pub case: CaseRef,
     /// The Harbor trial name the rendered config uses.
     pub trial_name: String,
@@ -760,9 +741,7 @@ pub struct CaseStarted {
 /// The end of a case's launched command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseProcessExited {
-    /// The group.
     pub group: GroupRef,
-    /// The case identity.
     pub case: CaseRef,
     /// The exit code, if it exited.
     pub exit_code: Option<i32>,
@@ -797,7 +776,6 @@ pub struct HarborTaskId {
 /// A Harbor TrialResult (harbor-formats.md section 3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrialResultRecorded {
-    /// The group.
     pub group: GroupRef,
     /// The ledger case it belongs to.
     pub case: CaseRef,
@@ -831,9 +809,7 @@ pub struct TrialResultRecorded {
     pub finished_at: Option<String>,
     /// Agent token counts as Harbor reported them (input includes cache).
     pub n_input_tokens: Option<u64>,
-    /// Cache tokens.
     pub n_cache_tokens: Option<u64>,
-    /// Output tokens.
     pub n_output_tokens: Option<u64>,
     /// BLAKE3 of the canonical JSON of the embedded TrialConfig, hex.
     pub config_blake3: String,
@@ -852,7 +828,6 @@ pub struct ArtifactRecorded {
     pub role: String,
     /// Its path as given.
     pub path: String,
-    /// Its size.
     pub bytes: u64,
     /// BLAKE3 of its bytes, hex.
     pub blake3: String,
@@ -864,7 +839,6 @@ pub struct ArtifactRecorded {
 
 crate::schema::named::named_enum! {
     /// Trace `harness`.
-    #[allow(missing_docs)]
     pub enum Harness {
         Generic = "generic",
         Hermes = "hermes",
@@ -879,7 +853,6 @@ crate::schema::named::named_enum! {
 
 crate::schema::named::named_enum! {
     /// Trace `protocol`.
-    #[allow(missing_docs)]
     pub enum Protocol {
         ChatCompletions = "chat_completions",
         Messages = "messages",
@@ -891,7 +864,6 @@ crate::schema::named::named_enum! {
 
 crate::schema::named::named_enum! {
     /// Trace `outcome.status`.
-    #[allow(missing_docs)]
     pub enum TraceStatus {
         Completed = "completed",
         Failed = "failed",
@@ -899,22 +871,18 @@ crate::schema::named::named_enum! {
     }
 }
 
-/// One ingress trace row.
+/// One ingress trace row. A field named like a trace key holds that key's
+/// value unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestTraced {
-    /// The group.
     pub group: GroupRef,
     /// The persisted request id (trace `id`).
     pub request_id: String,
     /// `captured_at`, as written.
     pub captured_at: String,
-    /// `harness`.
     pub harness: Harness,
-    /// `protocol`.
     pub protocol: Protocol,
-    /// `method`.
     pub method: String,
-    /// `path`.
     pub path: String,
     /// `outcome.http_status`.
     pub http_status: u16,
@@ -924,10 +892,10 @@ pub struct RequestTraced {
     pub line_blake3: String,
 }
 
-/// One policy decision row.
+/// One policy decision row. A field named like a row key holds that key's
+/// value unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyDecisionRecorded {
-    /// The group.
     pub group: GroupRef,
     /// `request_id`, when it is the ingress id.
     pub request_id: Option<String>,
@@ -935,7 +903,6 @@ pub struct PolicyDecisionRecorded {
     pub ingress_request_id_sha256: Option<String>,
     /// `captured_at`, as written.
     pub captured_at: Option<String>,
-    /// `input_model`.
     pub input_model: String,
     /// `policy`, if present.
     pub policy: Option<String>,
@@ -947,19 +914,16 @@ pub struct PolicyDecisionRecorded {
     pub selected_tier: Option<String>,
     /// `selected_model`, if present.
     pub selected_model: Option<String>,
-    /// `pinned`.
     pub pinned: bool,
-    /// `locked`.
     pub locked: bool,
-    /// `trialed`.
     pub trialed: bool,
     /// BLAKE3 of the source line, hex.
     pub line_blake3: String,
 }
 
 crate::schema::named::named_enum! {
-    /// Usage `usage_origin`.
-    #[allow(missing_docs)]
+    /// Values of a usage row's `usage_origin` (text to value:
+    /// `evidence::bitrouter::USAGE_ORIGINS`).
     pub enum UsageOrigin {
         ProviderReported = "provider_reported",
         AuthoritativeReceipt = "authoritative_receipt",
@@ -970,7 +934,6 @@ crate::schema::named::named_enum! {
 
 crate::schema::named::named_enum! {
     /// Usage `charge_status`.
-    #[allow(missing_docs)]
     pub enum ChargeStatus {
         Computed = "computed",
         NotCharged = "not_charged",
@@ -981,7 +944,6 @@ crate::schema::named::named_enum! {
 
 crate::schema::named::named_enum! {
     /// Usage `reconciliation_status`.
-    #[allow(missing_docs)]
     pub enum ReconciliationStatus {
         NotApplicable = "not_applicable",
         Pending = "pending",
@@ -993,7 +955,6 @@ crate::schema::named::named_enum! {
 
 crate::schema::named::named_enum! {
     /// Usage `charge_evidence.pricing_source`.
-    #[allow(missing_docs)]
     pub enum PricingSource {
         Configured = "configured",
         Override = "override",
@@ -1005,11 +966,8 @@ crate::schema::named::named_enum! {
 /// The four buckets plus reasoning, all observed (SETTLE-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TokenBuckets {
-    /// Uncached input tokens.
     pub uncached_input_tokens: u64,
-    /// Cache read tokens.
     pub cache_read_tokens: u64,
-    /// Cache write tokens.
     pub cache_write_tokens: u64,
     /// Output tokens (without reasoning).
     pub output_tokens: u64,
@@ -1017,30 +975,23 @@ pub struct TokenBuckets {
     pub reasoning_tokens: u64,
 }
 
-/// One usage row.
+/// One usage row. A field named like a row key holds that key's value
+/// unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageRecorded {
-    /// The group.
     pub group: GroupRef,
-    /// `request_id`.
     pub request_id: String,
-    /// `provider_id`.
     pub provider_id: String,
-    /// `model_id`.
     pub model_id: String,
     /// `prompt_tokens` (= uncached + cache read + cache write).
     pub prompt_tokens: u64,
     /// `completion_tokens` (= output + reasoning).
     pub completion_tokens: u64,
-    /// The buckets.
     pub buckets: TokenBuckets,
     /// `final_charge_micro_usd`, if present.
     pub final_charge_micro_usd: Option<u64>,
-    /// `charge_status`.
     pub charge_status: ChargeStatus,
-    /// `reconciliation_status`.
     pub reconciliation_status: ReconciliationStatus,
-    /// `usage_origin`.
     pub usage_origin: UsageOrigin,
     /// `status` (`completed|failed`).
     pub status: Option<String>,
@@ -1061,8 +1012,7 @@ pub struct UsageRecorded {
 }
 
 crate::schema::named::named_enum! {
-    /// Receipt `state`.
-    #[allow(missing_docs)]
+    /// A receipt's `state`; the latest receipt decides the settlement (SETTLE-5).
     pub enum ReceiptState {
         Pending = "pending",
         Computed = "computed",
@@ -1071,14 +1021,12 @@ crate::schema::named::named_enum! {
     }
 }
 
-/// One settlement receipt.
+/// One settlement receipt row. A field named like a row key holds that
+/// key's value unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptRecorded {
-    /// The group.
     pub group: GroupRef,
-    /// `request_id`.
     pub request_id: String,
-    /// `state`.
     pub state: ReceiptState,
     /// `provider_id`, if present.
     pub provider_id: Option<String>,
@@ -1092,16 +1040,14 @@ pub struct ReceiptRecorded {
     pub source_blake3: String,
 }
 
-/// One benchmark outcome row.
+/// One benchmark outcome row. A field named like a row key holds that
+/// key's value unless its doc says otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeRecorded {
-    /// The group.
     pub group: GroupRef,
     /// `request_id`; rows without it are analytical only (JOIN-4).
     pub request_id: Option<String>,
-    /// `session_key`.
     pub session_key: String,
-    /// `task_id`.
     pub task_id: String,
     /// `reward`, exactly as written.
     pub reward: NumberText,
@@ -1126,7 +1072,6 @@ crate::schema::named::named_enum! {
 /// Sanitized 403 evidence for one case attempt (CASE-6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecurityRefusalRecorded {
-    /// The group.
     pub group: GroupRef,
     /// The case attempt.
     pub case: CaseRef,
@@ -1175,7 +1120,6 @@ impl FoundResource {
 /// An exact-tag residue audit (CLEAN-1..3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CleanupAudited {
-    /// The group.
     pub group: GroupRef,
     /// The region queried.
     pub region: String,
@@ -1198,18 +1142,15 @@ pub struct CleanupAudited {
 /// One sample of the run-tagged sandbox count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonitorSampled {
-    /// The group.
     pub group: GroupRef,
     /// Live run-tagged sandboxes (pending, running, shutting-down, stopping, stopped).
     pub sandbox_count: u64,
-    /// Their ids.
     pub instance_ids: Vec<String>,
 }
 
 /// One terminate or delete call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResidueTerminated {
-    /// The group.
     pub group: GroupRef,
     /// The resource acted on (proven the run's by the audit at `audit_seq`).
     pub resource: FoundResource,
@@ -1228,7 +1169,6 @@ pub struct ResidueTerminated {
 /// No more launches for a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupClosed {
-    /// The group.
     pub group: GroupRef,
 }
 
@@ -1246,7 +1186,6 @@ pub struct GateRow {
 /// A group's attested verdict (VERDICT-1..4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupSealed {
-    /// The group.
     pub group: GroupRef,
     /// The terminal status (`accepted`, `rejected_runtime`, ...).
     pub status: String,
@@ -1296,18 +1235,15 @@ pub struct ControlReused {
 /// A postprocessing-only price snapshot (FREEZE-3, SETTLE-7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PriceSnapshotRecorded {
-    /// The lineage label.
     pub lineage: String,
     /// Why (repricing, a corrected source).
     pub reason: String,
-    /// The price records.
     pub prices: Vec<PriceRecord>,
 }
 
 /// A hard stop (VERDICT-3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineageStopped {
-    /// The lineage label.
     pub lineage: String,
     /// The rule id that stopped it.
     pub rule: String,
@@ -1337,9 +1273,7 @@ crate::schema::named::named_enum! {
 /// A started case made terminal-invalid on cited evidence (CASE-3, CASE-8).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseInvalidated {
-    /// The group.
     pub group: GroupRef,
-    /// The case identity.
     pub case: CaseRef,
     /// The typed reason.
     pub reason: InvalidReason,
@@ -1376,7 +1310,6 @@ pub struct RewardFile {
 /// number is kept (as its JSON text) rather than refused: it is no reward.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrialResultRecordedV2 {
-    /// The group.
     pub group: GroupRef,
     /// The ledger case it belongs to.
     pub case: CaseRef,
@@ -1410,9 +1343,7 @@ pub struct TrialResultRecordedV2 {
     pub finished_at: Option<String>,
     /// Agent token counts as Harbor reported them (input includes cache).
     pub n_input_tokens: Option<u64>,
-    /// Cache tokens.
     pub n_cache_tokens: Option<u64>,
-    /// Output tokens.
     pub n_output_tokens: Option<u64>,
     /// BLAKE3 of the canonical JSON of the embedded TrialConfig, hex (as v1).
     pub config_blake3: String,
@@ -1470,7 +1401,6 @@ impl TrialResultRecorded {
 /// about how its trials ran (BIND-1: Harbor retries stay 0, CASE-5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HarborJobRecorded {
-    /// The group.
     pub group: GroupRef,
     /// The job directory's name (Harbor's job name).
     pub job_name: String,
@@ -1589,9 +1519,7 @@ pub struct ProcessRef {
 /// The process a started case was launched as (RUN-3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseLaunched {
-    /// The group.
     pub group: GroupRef,
-    /// The case identity.
     pub case: CaseRef,
     /// The launched process; its process group id is its pid.
     pub process: ProcessRef,
@@ -1623,7 +1551,6 @@ pub struct CommandKilled {
     pub case: Option<CaseRef>,
     /// Which command.
     pub role: CommandRole,
-    /// Its argv.
     pub argv: Vec<String>,
     /// Its process group, killed whole.
     pub pgid: u32,
@@ -1639,7 +1566,6 @@ pub struct CommandKilled {
 /// expiry at or before the record's own time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunLeased {
-    /// The group.
     pub group: GroupRef,
     /// The driver's random id, fixed for one `run` process.
     pub holder: String,

@@ -116,7 +116,6 @@ pub struct ManifestFile {
     pub manifest_version: u16,
     /// The lineage label: new per lineage, no credential, account id or secret.
     pub lineage: String,
-    /// Benchmark identity.
     pub benchmark: Benchmark,
     /// Run class, role and hypothesis.
     pub run: Run,
@@ -162,7 +161,6 @@ pub struct Benchmark {
 /// Class, role and the stated hypothesis (CLASS-2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
-    /// The run class.
     pub class: RunClass,
     /// Tuning or held-out.
     pub role: RunRole,
@@ -173,7 +171,6 @@ pub struct Run {
 /// One task with its content hash.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Task {
-    /// The task name.
     pub name: String,
     /// SHA-256 of the task's content (Harbor's `task_checksum`), hex.
     pub content_sha256: String,
@@ -186,7 +183,6 @@ pub struct CanaryCase {
     pub group: String,
     /// A task outside the scored list.
     pub task: String,
-    /// Its trial identity.
     pub trial: String,
     /// SHA-256 of the task's content, hex.
     pub content_sha256: String,
@@ -215,7 +211,6 @@ pub struct Group {
     pub db_path: String,
     /// The group's output directory.
     pub out_dir: String,
-    /// The daemon log.
     pub daemon_log: String,
     /// Trace JSONL path.
     pub trace_path: String,
@@ -238,7 +233,6 @@ pub struct Aws {
     pub assume_role: bool,
     /// Use the instance profile of the host.
     pub instance_profile: bool,
-    /// The region.
     pub region: String,
     /// Must be `L-1216C47A`.
     pub quota_code: String,
@@ -253,9 +247,7 @@ pub struct Central {
     pub mode: CentralMode,
     /// The host's AMI.
     pub ami: String,
-    /// Instance type.
     pub instance_type: String,
-    /// Its vCPUs.
     pub vcpu: u64,
     /// Its role tag value.
     pub role_tag_value: String,
@@ -316,9 +308,7 @@ pub struct ExcludedTask {
 /// The sandbox shape (FREEZE-6: AMI, type, region and network).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {
-    /// AMI.
     pub ami: String,
-    /// Instance type.
     pub instance_type: String,
     /// vCPUs per sandbox.
     pub vcpu: u64,
@@ -335,7 +325,6 @@ pub struct Tags {
     pub run_value: String,
     /// The role tag key.
     pub role_key: String,
-    /// The sandbox role value.
     pub sandbox_role_value: String,
     /// The case tag key.
     pub case_key: String,
@@ -348,9 +337,7 @@ pub struct Tags {
 pub struct SourceRepo {
     /// A short name (`bitrouter`, `harbor`).
     pub name: String,
-    /// The repository.
     pub repo: String,
-    /// The commit.
     pub commit: String,
     /// SHA-256 of an applied patch, if any.
     pub patch_sha256: Option<String>,
@@ -401,11 +388,8 @@ pub struct Harbor {
 /// One route (FREEZE-1, PLANE-2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
-    /// Its tier.
     pub tier: Tier,
-    /// Provider id.
     pub provider: String,
-    /// Model id.
     pub model: String,
     /// Wire protocol.
     pub protocol: RouteProtocol,
@@ -419,11 +403,8 @@ pub struct Route {
 /// decimal micro-USD per token (= USD per million tokens), written as strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PriceRecord {
-    /// Provider id.
     pub provider: String,
-    /// Model id.
     pub model: String,
-    /// Credential class.
     pub credential_class: String,
     /// `USD`.
     pub currency: String,
@@ -501,9 +482,7 @@ pub struct Committed {
 /// The commitments of the private values.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrivateCommitments {
-    /// The account id.
     pub account: Committed,
-    /// The principal ARN.
     pub principal_arn: Committed,
     /// The role ARN, if any.
     pub role_arn: Option<Committed>,
@@ -514,7 +493,6 @@ pub struct PrivateCommitments {
 /// The frozen manifest as stored: the public manifest and the private commitments.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// The public manifest.
     pub public: ManifestFile,
     /// Commitments to the private values.
     pub private: PrivateCommitments,

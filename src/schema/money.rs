@@ -185,13 +185,13 @@ pub struct Dec {
 }
 
 impl Dec {
-    /// Zero.
+    /// 0, scale 0.
     pub const ZERO: Dec = Dec {
         mantissa: 0,
         scale: 0,
     };
 
-    /// One.
+    /// 1, scale 0.
     pub const ONE: Dec = Dec {
         mantissa: 1,
         scale: 0,

@@ -83,7 +83,6 @@ pub struct Launch {
 /// A plain TrialConfig kwarg value (no floats: the ledger stores none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kwarg {
-    /// Text.
     Text(String),
     /// An integer.
     Int(i64),

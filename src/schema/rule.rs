@@ -26,9 +26,9 @@ crate::schema::named::named_enum! {
         Freeze3 = "FREEZE-3",
         /// Freezing: run-scoped paths, ports and tags are new per lineage.
         Freeze4 = "FREEZE-4",
-        /// Freezing.
+        /// Freezing: the lineage key.
         Freeze5 = "FREEZE-5",
-        /// Freezing.
+        /// Freezing: the narrower control key (no policy commit).
         Freeze6 = "FREEZE-6",
         /// Freezing: two sign-offs before scored work.
         Freeze7 = "FREEZE-7",
@@ -44,11 +44,11 @@ crate::schema::named::named_enum! {
         Gate4 = "GATE-4",
         /// Gates: an accepted canary before scored work.
         Gate5 = "GATE-5",
-        /// Gates.
+        /// Gates: a failed gate leaves the case `not_started`.
         Gate6 = "GATE-6",
         /// Gates: the validated TrialConfig.
         Gate7 = "GATE-7",
-        /// Gates.
+        /// Gates: preflights and canaries get fresh non-evaluation identities.
         Gate8 = "GATE-8",
         /// Gates: a multi-case canary at concurrency above 1.
         Gate9 = "GATE-9",
@@ -90,25 +90,25 @@ crate::schema::named::named_enum! {
         Lineage9 = "LINEAGE-9",
         /// Settlement: four buckets, missing is never zero.
         Settle1 = "SETTLE-1",
-        /// Settlement.
+        /// Settlement: the charge formula, in decimal.
         Settle2 = "SETTLE-2",
         /// Settlement: precedence of charge sources.
         Settle3 = "SETTLE-3",
-        /// Settlement.
+        /// Settlement: the states, and which are accepted.
         Settle4 = "SETTLE-4",
-        /// Settlement.
+        /// Settlement: an authoritative receipt's charge must match the recomputed one.
         Settle5 = "SETTLE-5",
         /// Settlement: one cost basis.
         Settle6 = "SETTLE-6",
-        /// Settlement.
+        /// Settlement: repricing reuses archived usage.
         Settle7 = "SETTLE-7",
         /// Settlement: the receipt grace and attempts.
         Settle8 = "SETTLE-8",
         /// Joins: by exact request id.
         Join1 = "JOIN-1",
-        /// Joins.
+        /// Joins: the persisted `request_id` is the only key.
         Join2 = "JOIN-2",
-        /// Joins.
+        /// Joins: verifier rewards join by case identity.
         Join3 = "JOIN-3",
         /// Joins: analytical rows.
         Join4 = "JOIN-4",
@@ -132,9 +132,9 @@ crate::schema::named::named_enum! {
         Report2 = "REPORT-2",
         /// Report: cost per success.
         Report3 = "REPORT-3",
-        /// Report.
+        /// Report: only identical case identities compared.
         Report4 = "REPORT-4",
-        /// Report.
+        /// Report: request counts by reason kept apart.
         Report5 = "REPORT-5",
         /// Report: the sections.
         Report6 = "REPORT-6",
@@ -144,7 +144,7 @@ crate::schema::named::named_enum! {
         Plane1 = "PLANE-1",
         /// Planes: per exact provider target.
         Plane2 = "PLANE-2",
-        /// Postprocessing.
+        /// Postprocessing: a recovery step launches nothing.
         Post1 = "POST-1",
         /// Binding: a TrialResult matches its launch.
         Bind1 = "BIND-1",

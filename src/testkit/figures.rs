@@ -15,7 +15,6 @@ use super::scenario::{ReceiptMode, Req};
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Figures {
-    /// The group.
     pub group: String,
     /// How many of its cases passed (reward 1; the rest reward 0).
     pub passed: usize,

@@ -128,7 +128,6 @@ pub struct Req {
     pub usage: bool,
     /// Whether to record a decision (policy groups).
     pub decision: bool,
-    /// Its receipt.
     pub receipt: ReceiptMode,
     /// `[prompt, output]` tokens, every prompt token uncached (default:
     /// synthesized from the id).
@@ -980,7 +979,6 @@ pub struct LineageSpec {
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
-    /// The group.
     pub group: String,
     /// What goes wrong (see `FAULT_KINDS`).
     pub kind: String,

@@ -22,7 +22,6 @@ use crate::schema::manifest::ManifestFile;
 /// A volume or network interface: id, state/status, attached instances.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attachable {
-    /// Its id.
     pub id: String,
     /// Its state (volumes) or status (interfaces).
     pub state: String,

@@ -19,7 +19,6 @@ pub enum ProfileChain {
     Static(Credentials),
     /// `role_arn`, assumed from a source.
     AssumeRole {
-        /// The role.
         role_arn: String,
         /// `role_session_name`, or a fixed default.
         session_name: String,

@@ -32,7 +32,6 @@ pub struct Session {
     pub(super) sts: aws_sdk_sts::Client,
     pub(super) ec2: aws_sdk_ec2::Client,
     pub(super) quotas: aws_sdk_servicequotas::Client,
-    /// The region.
     pub region: String,
     // Last: the clients (and their connection pools) drop before their runtime.
     pub(super) rt: tokio::runtime::Runtime,

@@ -6,7 +6,6 @@ use super::note::SIGNATURES_MAX;
 /// Everything that can go wrong in `tlog`. Messages are lowercase and name
 /// the failing check; `reason` fields are short static phrases. Each
 /// variant is documented by its `#[error]` message.
-#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TlogError {
     // --- Merkle tree and node sources ---

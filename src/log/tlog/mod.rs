@@ -10,7 +10,8 @@
 //! - [`proofs`]: the inclusion and consistency proof JSON.
 //! - [`tiles`]: C2SP tlog-tiles paths, tiles, entry bundles, the edge root.
 //! - [`tlog_proof`]: the C2SP tlog-proof text form of an inclusion proof.
-//! - [`vectors`]: the deterministic test vectors of tools/tlog-verify.
+//! - the deterministic test vectors of tools/tlog-verify are test support:
+//!   `testkit::tlog_vectors` (feature `testkit`).
 //!
 //! Depends on std, sha2, ed25519-dalek, getrandom, base64, thiserror,
 //! serde and serde_json only; nothing from the rest of the crate.

@@ -469,7 +469,7 @@ pub fn sign_note(text: &str, signers: &[&SignerKey]) -> Result<String, TlogError
 pub struct VerifiedSignature {
     /// The key name.
     pub name: String,
-    /// The key id.
+    /// The C2SP key id (see [`key_id`]), checked against the key.
     pub key_id: u32,
     /// Note key or cosigner key.
     pub kind: KeyKind,

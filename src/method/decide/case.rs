@@ -19,9 +19,7 @@ use crate::schema::rule::Rule;
 pub struct CaseStart {
     /// The lineage (optional when the ledger holds one).
     pub lineage: Option<String>,
-    /// The group name.
     pub group: String,
-    /// The case identity.
     pub case: CaseRef,
     /// The Harbor trial name its rendered config uses.
     pub trial_name: String,
@@ -108,7 +106,6 @@ fn required_gates<'a>(
 /// One identity as `resume` sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResumeRow {
-    /// The case identity.
     pub case: CaseRef,
     /// Why it may not launch; `None` when it may.
     pub blocked: Option<String>,

@@ -15,13 +15,11 @@ use crate::schema::rule::Rule;
 pub struct GroupOpen {
     /// The lineage (optional when the ledger holds one).
     pub lineage: Option<String>,
-    /// The group name.
     pub group: String,
     /// SHA-256 of the daemon binary started, hex.
     pub binary_sha256: String,
     /// SHA-256 of its config, hex.
     pub config_sha256: String,
-    /// Its ports.
     pub ports: Vec<u16>,
     /// Its database path.
     pub db_path: String,

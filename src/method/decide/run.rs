@@ -16,7 +16,6 @@ use super::{manifest_group, refuse};
 pub struct LeaseRequest<'a> {
     /// The lineage label, when the ledger holds several.
     pub lineage: Option<&'a str>,
-    /// The group.
     pub group: &'a str,
     /// The driver's random id.
     pub holder: &'a str,

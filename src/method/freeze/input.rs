@@ -31,7 +31,6 @@ pub struct ManifestToml {
     pub manifest_version: u16,
     /// The lineage label: new per lineage, no credential, account id or secret.
     pub lineage: String,
-    /// Benchmark identity.
     pub benchmark: BenchmarkToml,
     /// Run class, role and hypothesis.
     pub run: RunToml,
@@ -94,7 +93,6 @@ pub struct BenchmarkToml {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunToml {
-    /// The run class.
     pub class: RunClass,
     /// Tuning or held-out.
     pub role: RunRole,
@@ -106,7 +104,6 @@ pub struct RunToml {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskToml {
-    /// The task name.
     pub name: String,
     /// SHA-256 of the task's content (Harbor's `task_checksum`), hex.
     pub content_sha256: String,
@@ -120,7 +117,6 @@ pub struct CanaryCaseToml {
     pub group: String,
     /// A task outside the scored list.
     pub task: String,
-    /// Its trial identity.
     pub trial: String,
     /// SHA-256 of the task's content, hex.
     pub content_sha256: String,
@@ -165,7 +161,6 @@ pub struct GroupToml {
     pub db_path: String,
     /// The group's output directory.
     pub out_dir: String,
-    /// The daemon log.
     pub daemon_log: String,
     /// Trace JSONL path.
     pub trace_path: String,
@@ -191,7 +186,6 @@ pub struct AwsToml {
     /// Use the instance profile of the host.
     #[serde(default)]
     pub instance_profile: bool,
-    /// The region.
     pub region: String,
     /// Must be `L-1216C47A`.
     pub quota_code: String,
@@ -207,9 +201,7 @@ pub struct CentralToml {
     pub mode: CentralMode,
     /// The host's AMI.
     pub ami: String,
-    /// Instance type.
     pub instance_type: String,
-    /// Its vCPUs.
     pub vcpu: u64,
     /// Its role tag value.
     pub role_tag_value: String,
@@ -227,9 +219,7 @@ pub struct CentralToml {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CentralLaunchToml {
-    /// The subnet.
     pub subnet_id: String,
-    /// The security groups.
     pub security_group_ids: Vec<String>,
     /// Longest wait for `running`, in seconds.
     pub ready_timeout_sec: u64,
@@ -254,9 +244,7 @@ impl From<CentralLaunchToml> for CentralLaunch {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxToml {
-    /// AMI.
     pub ami: String,
-    /// Instance type.
     pub instance_type: String,
     /// vCPUs per sandbox.
     pub vcpu: u64,
@@ -274,7 +262,6 @@ pub struct TagsToml {
     pub run_value: String,
     /// The role tag key.
     pub role_key: String,
-    /// The sandbox role value.
     pub sandbox_role_value: String,
     /// The case tag key.
     pub case_key: String,
@@ -288,9 +275,7 @@ pub struct TagsToml {
 pub struct SourceRepoToml {
     /// A short name (`bitrouter`, `harbor`).
     pub name: String,
-    /// The repository.
     pub repo: String,
-    /// The commit.
     pub commit: String,
     /// SHA-256 of an applied patch, if any.
     pub patch_sha256: Option<String>,
@@ -344,11 +329,8 @@ pub struct HarborToml {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteToml {
-    /// Its tier.
     pub tier: Tier,
-    /// Provider id.
     pub provider: String,
-    /// Model id.
     pub model: String,
     /// Wire protocol.
     pub protocol: RouteProtocol,
@@ -363,11 +345,8 @@ pub struct RouteToml {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PriceRecordToml {
-    /// Provider id.
     pub provider: String,
-    /// Model id.
     pub model: String,
-    /// Credential class.
     pub credential_class: String,
     /// `USD`.
     pub currency: String,
@@ -443,13 +422,13 @@ pub struct PrivateToml {
     pub lineage: String,
     /// 32 bytes, hex: the key of every commitment.
     pub commitment_key: String,
-    /// Private AWS values.
     pub aws: PrivateAwsToml,
     /// Where each tier's secret lives (`env:NAME`, `file:/path`), never the value.
     pub secret_locations: BTreeMap<Tier, String>,
 }
 
-/// Private AWS values.
+/// `[aws]` of the private manifest: values committed to (hashed) in the public one, never
+/// published.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivateAwsToml {

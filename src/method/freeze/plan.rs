@@ -60,7 +60,7 @@ pub struct ValidatorToml {
     pub harbor_version: String,
 }
 
-/// `[launch]`.
+/// The manifest's `[launch]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchToml {
@@ -90,11 +90,10 @@ pub enum KwargToml {
     Bool(bool),
     /// An integer.
     Int(i64),
-    /// Text.
     Text(String),
 }
 
-/// `[evidence]`.
+/// The manifest's `[evidence]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceToml {
@@ -225,16 +224,12 @@ pub fn witnessing(
     }))
 }
 
-/// The four v2 sections as read.
+/// The four v2 sections as read, each field the manifest table of its name.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PlanToml {
-    /// `[binding]`.
     pub binding: Option<BindingToml>,
-    /// `[launch]`.
     pub launch: Option<LaunchToml>,
-    /// `[evidence]`.
     pub evidence: Option<EvidenceToml>,
-    /// `[signers]`.
     pub signers: Option<SignersToml>,
 }
 

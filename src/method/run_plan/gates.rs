@@ -97,7 +97,6 @@ pub enum GateState {
 /// One gate and its state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GateLine {
-    /// The gate.
     pub gate: GateId,
     /// The rule that requires it.
     pub rule: Rule,

@@ -66,7 +66,6 @@ pub fn poll_file_name(request_id: &str, attempt: u32) -> String {
 /// A group's `run` history.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunHistory {
-    /// The group.
     pub group: Option<GroupRef>,
     /// Seq of its close, if closed.
     pub closed_seq: Option<u64>,

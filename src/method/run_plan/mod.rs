@@ -99,7 +99,6 @@ pub enum LaunchSeen {
 /// A started case that no process of this run is waiting for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Orphan {
-    /// The case.
     pub case: CaseRef,
     /// Its Harbor trial name.
     pub trial_name: String,
@@ -116,7 +115,7 @@ pub enum Step {
     OpenGroup,
     /// Take these gates before the next batch, in this order (GATE-1..3).
     TakeGates {
-        /// The gates.
+        /// Every gate whose latest observation is not fresh.
         gates: Vec<GateId>,
     },
     /// A gate failed before the batch, or the spend limit was crossed:
@@ -124,7 +123,6 @@ pub enum Step {
     Stop {
         /// The rule that stops the lineage.
         rule: Rule,
-        /// Why.
         reason: String,
         /// The observation that failed.
         evidence_seq: Option<u64>,
@@ -136,7 +134,7 @@ pub enum Step {
     },
     /// Ingest the Harbor results on disk of these started cases.
     IngestResults {
-        /// The cases.
+        /// Started cases whose Harbor result is on disk.
         cases: Vec<CaseRef>,
     },
     /// Started cases without a result and without a process to wait for,
@@ -149,7 +147,6 @@ pub enum Step {
     /// Kill an adopted launch past its deadline with its whole process
     /// group, and record the kill (RUN-4).
     KillLaunch {
-        /// The case.
         case: CaseRef,
         /// Its process group (its recorded pid).
         pgid: u32,
@@ -172,22 +169,22 @@ pub enum Step {
     GatherEvidence,
     /// Poll the receipts of these pending requests once each (SETTLE-8).
     PollReceipts {
-        /// The request ids.
+        /// Pending requests with polls left in the frozen budget.
         request_ids: Vec<String>,
     },
     /// The attempt budget is spent: export the usage rows once more and
     /// ingest the receipts they carry for these pending requests, with no
     /// new attempt (SETTLE-8).
     CollectReceipts {
-        /// The request ids.
+        /// Every request still pending.
         request_ids: Vec<String>,
     },
     /// Nothing to do before `until_utc_ns` (the next poll, or the end of the
     /// settlement grace while requests are pending).
     WaitUntil {
-        /// When.
+        /// The next poll or the end of the grace, whichever comes first.
         until_utc_ns: u64,
-        /// Why.
+        /// For the operator: how many requests are pending and what is awaited.
         why: String,
     },
     /// The exact-tag cleanup audit (CLEAN-1).
@@ -201,7 +198,7 @@ pub enum Step {
     Seal,
     /// The group is sealed.
     Done {
-        /// Its status.
+        /// The sealed `VerdictStatus` as written (`accepted`, `rejected_join`, ...).
         status: String,
     },
     /// Nothing can be done now; the operator must act.
@@ -233,7 +230,6 @@ pub struct RunPlan {
     pub concurrency: u32,
     /// The gates of the next batch.
     pub gates: Vec<GateLine>,
-    /// Case counts.
     pub cases: CaseCounts,
     /// The lineage's spend so far, micro-USD (actual and notional series).
     pub spend_micro_usd: u64,

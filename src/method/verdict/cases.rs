@@ -16,9 +16,7 @@ use crate::schema::money::Dec;
 /// One case identity in the verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CaseLine {
-    /// The identity.
     pub case: CaseRef,
-    /// Its state.
     pub status: CaseStatus,
     /// Its reward: the number under the frozen reward key, when it binds
     /// (BIND-2).

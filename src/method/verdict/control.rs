@@ -40,7 +40,6 @@ pub fn control_artifact_blake3(l: &LineageState, group: &str) -> String {
 /// One entry of the control catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogEntry {
-    /// The control key.
     pub control_key: String,
     /// The accepted control group.
     pub group: GroupRef,

@@ -12,7 +12,6 @@ use crate::schema::verdict::VerdictStatus;
 /// One target group of a lineage as the log has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupLine {
-    /// The group name.
     pub group: String,
     /// Seq of its daemon start.
     pub opened_seq: Option<u64>,
@@ -39,7 +38,6 @@ impl GroupLine {
 /// A lineage's progress.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LineageView {
-    /// The label.
     pub lineage: String,
     /// Its target groups in order.
     pub groups: Vec<GroupLine>,

@@ -72,7 +72,6 @@ pub const ROWS: [(VerdictRow, VerdictStatus); 13] = [
 /// A group's verdict with everything behind it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
-    /// The group.
     pub group: GroupRef,
     /// The terminal status (VERDICT-1).
     pub status: VerdictStatus,
@@ -86,11 +85,8 @@ pub struct Verdict {
     pub passed: u64,
     /// N: the group's predeclared identities.
     pub total: u64,
-    /// Settlement.
     pub settlement: Settlement,
-    /// Joins.
     pub joins: Joins,
-    /// Cleanup.
     pub cleanup: Cleanup,
     /// The reliability and semantic planes (PLANE-1, BIND-5).
     pub planes: Planes,
@@ -114,13 +110,11 @@ pub struct RefusedFile {
     pub path: String,
     /// The case it was offered for, if a trial's.
     pub case: Option<CaseRef>,
-    /// Its size.
     pub bytes: u64,
     /// BLAKE3 of its bytes, hex.
     pub blake3: String,
     /// The rule that refused it.
     pub rule: String,
-    /// Why.
     pub reason: String,
 }
 

@@ -80,7 +80,6 @@ pub fn classify(t: &TraceObs) -> TraceOutcome {
 /// One key of the reliability plane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReliabilityLine {
-    /// The key.
     pub key: PlaneKey,
     /// Requests per outcome (every outcome listed, zeros included).
     pub counts: BTreeMap<TraceOutcome, u64>,
@@ -89,7 +88,6 @@ pub struct ReliabilityLine {
 /// One key of the semantic plane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SemanticLine {
-    /// The key.
     pub key: PlaneKey,
     /// Requests credited with their outcome's reward.
     pub credited: u64,
@@ -100,7 +98,6 @@ pub struct SemanticLine {
 /// A request-scoped outcome that carries no semantic credit, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Withheld {
-    /// The request id.
     pub request_id: String,
     /// Why: did not complete, not joined exactly, not settled.
     pub reason: String,

@@ -27,7 +27,6 @@ pub(super) struct RowContext<'a> {
     pub lineage: &'a LineageState,
     /// Its frozen public manifest.
     pub manifest: &'a ManifestFile,
-    /// The group name.
     pub group: &'a str,
     /// The group's replayed state (empty when it was never opened).
     pub group_state: &'a GroupState,
@@ -35,9 +34,7 @@ pub(super) struct RowContext<'a> {
     pub identities: &'a [CaseRef],
     /// Its cases, tallied.
     pub cases: &'a CaseTally,
-    /// Its joins.
     pub joins: &'a Joins,
-    /// Its settlement.
     pub settlement: &'a Settlement,
     /// Its cleanup evidence.
     pub cleanup: &'a Cleanup,

@@ -66,7 +66,6 @@ impl Series {
 pub struct RequestSettlement {
     /// The persisted request id.
     pub request_id: String,
-    /// Its state.
     pub state: SettlementState,
     /// Why it is not `computed`/`not_charged`, or how it was cross-checked.
     pub reason: Option<String>,

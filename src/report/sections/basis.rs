@@ -137,9 +137,7 @@ impl CostBasis {
 
 /// An accepted evaluation group whose costs the basis must cover.
 pub(crate) struct Compared<'a> {
-    /// The group.
     pub group: &'a str,
-    /// Its cost summary.
     pub summary: &'a CostSummary,
 }
 

@@ -56,11 +56,9 @@ pub(crate) struct GroupEval<'a> {
 
 /// A group that was opened: its evaluation, replayed state and verdict.
 pub(crate) struct OpenedGroup<'c, 'a> {
-    /// The group.
     pub eval: &'c GroupEval<'a>,
     /// Its replayed state.
     pub state: &'a GroupState,
-    /// Its verdict.
     pub verdict: &'c Verdict,
 }
 

@@ -36,7 +36,6 @@ pub enum End {
 pub struct Driver {
     /// Its lease holder id.
     pub holder: String,
-    /// Its pid.
     pub pid: u32,
     /// The processes it launched and waits for, by case.
     pub running: BTreeMap<CaseRef, u32>,

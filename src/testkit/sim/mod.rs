@@ -32,7 +32,6 @@ use world::{case_script, stream, CaseScript, Cloud, Proc, ResultScript, SEC};
 /// What one simulated run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
-    /// The seed.
     pub seed: u64,
     /// Crashes, reboots, power loss, second and stalled drivers.
     pub controller_faults: bool,
@@ -47,7 +46,6 @@ pub struct Config {
 /// What a run did and found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Outcome {
-    /// The seed.
     pub seed: u64,
     /// The frozen concurrency.
     pub concurrency: u32,

@@ -174,7 +174,6 @@ pub struct Proc {
     pub spawned_ns: u64,
     /// The group and case it runs.
     pub group: String,
-    /// The case.
     pub case: CaseRef,
     /// Its Harbor trial name.
     pub trial_name: String,
@@ -195,7 +194,6 @@ pub struct Proc {
 /// A run-tagged sandbox instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
-    /// Its id.
     pub id: String,
     /// Its trial tag (none for stray residue).
     pub trial: Option<String>,
@@ -203,7 +201,7 @@ pub struct Sandbox {
     pub live: bool,
 }
 
-/// The cloud.
+/// The simulated EC2 side: every run-tagged sandbox ever started, live or terminated.
 #[derive(Debug, Clone, Default)]
 pub struct Cloud {
     /// Every run-tagged sandbox ever started, by id.
@@ -284,17 +282,12 @@ pub fn case_script(
 pub struct FaultCounts {
     /// Cases that hung past their deadline.
     pub hangs: u64,
-    /// Invalid results.
     pub invalid_results: u64,
-    /// Missing results.
     pub missing_results: u64,
-    /// Late results.
     pub late_results: u64,
     /// Sandboxes leaked by a grandchild.
     pub leaked_sandboxes: u64,
-    /// Identity flips.
     pub identity_flips: u64,
-    /// Quota shortfalls.
     pub quota_shortfalls: u64,
     /// Stray residue.
     pub strays: u64,
