@@ -39,6 +39,10 @@ pub struct LogArgs {
     /// (exit 2) listing the known ones.
     #[arg(long, value_name = "KIND")]
     pub kind: Vec<String>,
+    /// Print one JSON document on stdout: an array of the same record
+    /// objects (without it, one object per line: JSON lines).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `verify`.
@@ -386,6 +390,13 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
     }
     let to = a.to.unwrap_or(head.seq).min(head.seq);
     let mut out = BufWriter::new(crate::cli::out::Out);
+    // JSON lines, or with --json one array of the same objects, streamed.
+    let (open, sep, close): (&[u8], &[u8], &[u8]) = match a.json {
+        true => (b"[", b",\n", b"]\n"),
+        false => (b"", b"", b""),
+    };
+    out.write_all(open)?;
+    let mut first = true;
     for v in ledger.records_from(a.from)? {
         let v = v?;
         let r = &v.decoded.record;
@@ -395,6 +406,10 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         if kinds.as_ref().is_some_and(|k| !k.contains(r.kind.as_str())) {
             continue;
         }
+        if !first {
+            out.write_all(sep)?;
+        }
+        first = false;
         let line = json!({
             "seq": r.seq,
             "hash": hex::encode(v.hash),
@@ -406,8 +421,11 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
             "payload": v.decoded.event.payload_json(),
         });
         serde_json::to_writer(&mut out, &line)?;
-        writeln!(out)?;
+        if !a.json {
+            writeln!(out)?;
+        }
     }
+    out.write_all(close)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -164,8 +164,8 @@ pub enum Command {
     /// (TRUST-2).
     #[command(subcommand)]
     Prove(tlog::ProveCommand),
-    /// Print records as JSON lines: seq, hash, kind, recorded_at, actor,
-    /// decoded payload.
+    /// Print records as JSON lines (with --json one JSON array): seq, hash,
+    /// kind, recorded_at, actor, decoded payload.
     Log(log::LogArgs),
     /// Write every record with its raw bytes (hex) and hash, one JSON line
     /// each: enough for an independent verifier, and the input of `import`.
@@ -234,7 +234,8 @@ pub enum Command {
     #[command(subcommand)]
     Lineage(lineage::LineageCommand),
     /// The report of a lineage (`report [show] LINEAGE [--format md|json]
-    /// [--out DIR]`) and its registry entry (`report registry LINEAGE`).
+    /// [--json] [-o DIR]`) and its registry entry (`report registry
+    /// LINEAGE`).
     Report(report::ReportArgs),
     /// Drive a group through its gates, launches, evidence, cleanup and
     /// seal (`run GROUP [LINEAGE]`; `--plan` changes nothing); resumable.
