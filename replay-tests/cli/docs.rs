@@ -508,3 +508,142 @@ fn json_on_log_report_and_prove_means_what_their_other_forms_print() {
 fn json_empty() -> Value {
     Value::Array(Vec::new())
 }
+
+/// Arguments whose help speaks of writing but that are no output of the
+/// verb, each with its reason.
+const NOT_AN_OUTPUT: &[(&str, &str, &str)] = &[
+    (
+        "verify",
+        "state",
+        "the auditor's state file (TRUST-7): read first, then rewritten in place",
+    ),
+    (
+        "checkpoint verify",
+        "state",
+        "the auditor's state file (TRUST-7): read first, then rewritten in place",
+    ),
+];
+
+/// Ids an output path would take if it were not spelled `-o/--out`.
+const OTHER_OUTPUT_IDS: &[&str] = &[
+    "output",
+    "output_dir",
+    "output_file",
+    "out_dir",
+    "out_file",
+    "outdir",
+    "dest",
+    "destination",
+    "dir",
+    "bundle",
+];
+
+/// Whether an argument's help says it names something the verb writes.
+fn speaks_of_writing(a: &clap::Arg) -> bool {
+    let help = [a.get_help(), a.get_long_help()]
+        .into_iter()
+        .flatten()
+        .map(|h| h.to_string().to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    [
+        "write",
+        "written",
+        "output",
+        "into this",
+        "instead of stdout",
+    ]
+    .iter()
+    .any(|w| help.contains(w))
+}
+
+#[test]
+fn every_output_path_is_dash_o_out() {
+    let mut problems = Vec::new();
+    let mut outs = Vec::new();
+    for (verb, cmd) in leaf_commands() {
+        for a in cmd.get_arguments().filter(|a| !a.is_global_set()) {
+            let id = a.get_id().as_str();
+            let takes_value = a.get_action().takes_values();
+            if id == "out" {
+                outs.push(verb.clone());
+                if a.get_long() != Some("out") || a.get_short() != Some('o') || !takes_value {
+                    problems.push(format!("{verb}: --out is not `-o/--out PATH`"));
+                }
+                // The help of every output says so: what finds an output
+                // spelled otherwise below.
+                if !speaks_of_writing(a) {
+                    problems.push(format!("{verb}: --out's help does not say it is written"));
+                }
+                continue;
+            }
+            if OTHER_OUTPUT_IDS.contains(&id) && takes_value && a.get_long().is_some() {
+                problems.push(format!("{verb}: an output named --{id}: spell it -o/--out"));
+            }
+            if a.get_short() == Some('o') {
+                problems.push(format!("{verb}: -o is --{id}, not --out"));
+            }
+            let exempt = NOT_AN_OUTPUT.iter().any(|(v, i, _)| *v == verb && *i == id);
+            if takes_value && speaks_of_writing(a) && !exempt && a.get_long() != Some("out") {
+                problems.push(format!(
+                    "{verb}: --{id} names what the verb writes: spell it -o/--out (or list it in NOT_AN_OUTPUT with a reason)"
+                ));
+            }
+        }
+    }
+    for (verb, id, why) in NOT_AN_OUTPUT {
+        let found = leaf_commands()
+            .into_iter()
+            .any(|(v, c)| v == *verb && c.get_arguments().any(|a| a.get_id() == *id));
+        assert!(
+            found && !why.is_empty(),
+            "NOT_AN_OUTPUT: {verb} --{id} is not there"
+        );
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The verbs that write a file or directory all spell it -o/--out.
+    for verb in [
+        "key generate",
+        "checkpoint sign",
+        "checkpoint show",
+        "prove inclusion",
+        "prove consistency",
+        "export",
+        "case render-config",
+        "case start",
+        "report show",
+        "man",
+    ] {
+        assert!(outs.iter().any(|v| v == verb), "{verb} has no -o/--out");
+    }
+}
+
+#[test]
+fn export_writes_its_directories_only_where_dash_o_says() {
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    for form in ["--redacted", "--parquet", "--tiles"] {
+        let r = h.run(&["export", form]);
+        assert_eq!(r.code, 2, "export {form}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("-o DIR") && r.stderr.contains(form),
+            "export {form}: {}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+        // The older spelling (the directory as the flag's value) is bad
+        // usage too, and writes nothing.
+        let r = h.run(&["export", form, "old-dir"]);
+        assert_eq!(r.code, 2, "export {form} old-dir: {}", r.stderr);
+        assert!(!h.path("old-dir").exists());
+    }
+    assert_eq!(h.head_bytes(), before);
+    // --jsonl -o FILE is the same bytes as stdout.
+    let file = h.path("e.jsonl");
+    h.ok(&["export", "--jsonl", "-o", file.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        h.ok(&["export", "--jsonl"]).stdout
+    );
+}

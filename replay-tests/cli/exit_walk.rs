@@ -157,7 +157,11 @@ const WALK: &[(&str, &[Step])] = &[
     ),
     (
         "export",
-        &[(Usage, &["export"]), (Environment, &["export", "--jsonl"])],
+        &[
+            (Usage, &["export"]),
+            (Usage, &["export", "--redacted"]),
+            (Environment, &["export", "--jsonl"]),
+        ],
     ),
     // import writes a new ledger elsewhere: its paths are walked in
     // `import_and_an_interrupt_walk_the_rest_of_the_table`.
