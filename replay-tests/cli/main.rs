@@ -21,6 +21,8 @@ mod bad_inputs;
 mod chaos;
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "conventions.rs"]
+mod conventions;
 #[path = "docs.rs"]
 mod docs;
 // The driver's tests take the daemon gates themselves and append the AWS

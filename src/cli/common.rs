@@ -77,11 +77,111 @@ pub(crate) fn announce(done: &[Appended]) {
 }
 
 /// A whole text file of at most `TEXT_INPUT_FILE_BYTES_MAX` bytes (a
-/// manifest, a key, a note): a regular file only.
+/// manifest, a key, a note): a regular file only, or stdin as `-`.
 pub(crate) fn read_text(path: &Path) -> anyhow::Result<String> {
-    let bytes = crate::error::read_regular(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
-    String::from_utf8(bytes)
-        .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
+    let bytes = read_input(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
+    String::from_utf8(bytes).map_err(|_| Error::input(format!("{}: not utf-8", shown(path))).into())
+}
+
+/// Whether an input path is `-`: stdin.
+pub(crate) fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// An input path as a message names it: `-` is `- (stdin)`.
+pub(crate) fn shown(path: &Path) -> String {
+    match is_stdin(path) {
+        true => "- (stdin)".into(),
+        false => path.display().to_string(),
+    }
+}
+
+/// The bytes of an input file of at most `max` bytes (a `limits`
+/// constant), or of stdin when `path` is `-`, within the same bound: more
+/// is bad input (exit 2) naming the file or `- (stdin)`. A regular file
+/// only (`error::read_regular`); stdin once per command (a second `-` is
+/// bad usage: it would read nothing).
+pub(crate) fn read_input(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    if !is_stdin(path) {
+        return Ok(crate::error::read_regular(path, max)?);
+    }
+    let mut bytes = Vec::new();
+    copy_stdin(&mut bytes, max)?;
+    Ok(bytes)
+}
+
+/// Copies stdin, once per command, into `to`: at most `max` bytes, more
+/// refused (bad input naming `- (stdin)`).
+fn copy_stdin(to: &mut impl Write, max: u64) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STDIN_TAKEN: AtomicBool = AtomicBool::new(false);
+    if STDIN_TAKEN.swap(true, Ordering::SeqCst) {
+        return Err(BadUsage(
+            "- (stdin) given for two inputs of one command: stdin is read once".into(),
+        )
+        .into());
+    }
+    let mut stdin = std::io::stdin().lock().take(max.saturating_add(1));
+    let n = std::io::copy(&mut stdin, to).map_err(|e| Error::io("read - (stdin)", e))?;
+    if n > max {
+        return Err(Error::input(format!(
+            "- (stdin): longer than the limit of {max} bytes for this input; nothing was kept"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// An input file the verb reads by path (streamed, hashed, read twice):
+/// the file itself, or stdin as `-` spooled within `max` bytes into a
+/// private temporary file, removed on drop.
+pub(crate) struct InputFile {
+    path: std::path::PathBuf,
+    spooled: bool,
+}
+
+impl InputFile {
+    /// `path`, or stdin spooled when it is `-`.
+    pub(crate) fn open(path: &Path, max: u64) -> anyhow::Result<InputFile> {
+        if !is_stdin(path) {
+            return Ok(InputFile {
+                path: path.to_path_buf(),
+                spooled: false,
+            });
+        }
+        let target = std::env::temp_dir().join("benchledger-stdin");
+        crate::log::staging::remove_stale(&target, "input");
+        let spool = crate::log::staging::temp_beside(&target, "input")?;
+        let file = InputFile {
+            path: spool,
+            spooled: true,
+        };
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&file.path)
+                .map_err(|e| Error::io(format!("spool stdin to {}", file.path.display()), e))?;
+            copy_stdin(&mut f, max)?;
+        }
+        Ok(file)
+    }
+
+    /// Where to read it.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for InputFile {
+    fn drop(&mut self) {
+        if self.spooled {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The state `decide` reads: `projections::replay` through the projection

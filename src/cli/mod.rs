@@ -59,9 +59,10 @@ Exit codes:
   3  refused by a rule of the method (the message names the rule id); nothing appended
      except the record of a refused evidence file (BIND-12)
   4  environment failure (I/O, lock wait timed out); nothing appended
-130  interrupted by a second Ctrl-C
+130  interrupted by Ctrl-C (a verb with temporary files removes them at the first and ends at the second)
 
-Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
+Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).
+Every file or directory a verb writes is -o/--out; every file it reads may be `-` for stdin.";
 
 /// The user-facing cargo features this build was compiled with, in
 /// `--version`'s order (`testkit` is test support, never a user's).
@@ -276,6 +277,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    crate::cli::interrupt::install_default();
     crate::cli::out::set_quiet(cli.quiet);
     let level = if cli.quiet { "error" } else { "warn" };
     tracing_subscriber::fmt()
