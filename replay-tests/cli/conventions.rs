@@ -156,7 +156,7 @@ fn dash_reads_stdin_as_the_file_would_be_read() {
         (
             v["rows"].clone(),
             v["appended"].clone(),
-            v["blake3"].clone(),
+            v["file_blake3"].clone(),
         )
     };
     a.open_directly("r1");

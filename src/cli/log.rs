@@ -442,11 +442,18 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
     };
     // Ctrl-C ends the read, and the import removes its staging ledger.
     let interrupt = crate::cli::interrupt::Interrupt::install();
-    let head = if a.jsonl.as_os_str() == "-" {
+    let head = if is_stdin(&a.jsonl) {
+        // stdin within the bound of an export file.
+        let max = crate::limits::IMPORT_FILE_BYTES_MAX;
+        let past = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let progress = Progress::bytes("import", None);
-        let stdin = Interruptible::new(std::io::stdin().lock(), &interrupt);
+        let stdin = Interruptible::new(stdin_within(max, past.clone())?, &interrupt);
         let mut input = CountingReader::new(stdin, &progress);
-        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule)?
+        let imported = crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule);
+        if past.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(stdin_too_long(max));
+        }
+        imported?
     } else {
         let (file, size) =
             crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;
