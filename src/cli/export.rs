@@ -196,7 +196,7 @@ fn jsonl<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// `export --redacted DIR`: the publication bundle. The redacted manifest
+/// `export --redacted -o DIR`: the publication bundle. The redacted manifest
 /// of every lineage, the ledger export (JSONL, re-importable), the report
 /// files of every lineage, the request and case tables (CSV and JSON
 /// Lines), a secret-scan result over every file, and a checksum manifest
@@ -340,7 +340,7 @@ const PARQUET_HELP: &str = "The request, case and group tables as a Parquet data
 #[cfg(not(feature = "parquet"))]
 const PARQUET_HELP: &str = "Not in this build (cargo feature `parquet` missing: exits 4; see --version): the request, case and group tables as a Parquet dataset partitioned by lineage";
 
-/// `export --parquet DIR [--append]`: the request, case and group tables
+/// `export --parquet -o DIR [--append]`: the request, case and group tables
 /// as a Parquet dataset partitioned by lineage (`crate::cli::parquet`).
 /// Needs the `parquet` cargo feature (on by default; the fast
 /// `--no-default-features` build leaves it out).

@@ -1,6 +1,6 @@
 //! The CLI of the report and the publication exports: `report [show]
-//! LINEAGE`, `report registry LINEAGE`, `export --redacted DIR` and
-//! `export --parquet DIR`. Gathers the verified ledger, its head and the
+//! LINEAGE`, `report registry LINEAGE`, `export --redacted -o DIR` and
+//! `export --parquet -o DIR`. Gathers the verified ledger, its head and the
 //! output paths; every number comes from `crate::report`.
 
 use crate::cli::out::{out, outln};
