@@ -272,6 +272,18 @@ fn every_append_is_announced_once_and_not_with_quiet() {
                 .map(String::from)
                 .to_vec(),
         );
+        // Evidence of a group whose daemon ran (recorded directly before
+        // the run, below), and the group's close.
+        let traces = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/replay-tests/fixtures/bitrouter/traces.jsonl"
+        );
+        appending.push(
+            ["ingest", "traces", "r1", traces]
+                .map(String::from)
+                .to_vec(),
+        );
+        appending.push(["group", "close", "r1"].map(String::from).to_vec());
         // export --tiles --key appends the checkpoint it publishes (it
         // once announced it twice).
         appending.push(
@@ -286,6 +298,9 @@ fn every_append_is_announced_once_and_not_with_quiet() {
         );
         for args in &appending {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if args[0] == "ingest" {
+                h.open_directly("r1");
+            }
             let before = h.ledger().exists().then(|| h.head_bytes());
             let r = run(&h, quiet, &args);
             assert_ne!(
