@@ -347,3 +347,303 @@ fn log_kind_filters_by_event_kind_and_refuses_an_unknown_one() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!elsewhere.ledger().exists());
 }
+
+/// Every leaf verb (a subcommand without subcommands), by its words
+/// (`"prove inclusion"`), with its clap command.
+fn leaf_commands() -> Vec<(String, clap::Command)> {
+    fn walk(cmd: &clap::Command, at: &[&str], out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let mut path = at.to_vec();
+            path.push(sub.get_name());
+            if sub.has_subcommands() {
+                walk(sub, &path, out);
+            } else {
+                out.push((path.join(" "), sub.clone()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&benchledger::cli::Cli::command(), &[], &mut out);
+    out
+}
+
+/// The verbs that print no data, so take no `--json`, each with its
+/// reason. Nothing else may lack `--json`.
+const NO_JSON: &[(&str, &str)] = &[
+    (
+        "completions",
+        "prints a shell script for the shell to source, not data",
+    ),
+    ("man", "prints or writes roff man pages, not data"),
+];
+
+#[test]
+fn every_verb_that_prints_data_takes_json() {
+    let leaves = leaf_commands();
+    assert!(leaves.len() >= 50, "only {} leaf verbs", leaves.len());
+    let mut lacking = Vec::new();
+    for (verb, cmd) in &leaves {
+        let json = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some("json") && !a.is_global_set());
+        let exempt = NO_JSON.iter().find(|(v, _)| v == verb);
+        match (json, exempt) {
+            (Some(a), None) => assert!(
+                matches!(a.get_action(), clap::ArgAction::SetTrue) && a.get_short().is_none(),
+                "{verb}: --json is a flag without a value or a short form"
+            ),
+            (None, None) => lacking.push(verb.clone()),
+            (Some(_), Some(_)) => panic!("{verb} takes --json: drop it from NO_JSON"),
+            (None, Some((_, why))) => assert!(!why.trim().is_empty(), "{verb}: no reason"),
+        }
+    }
+    assert!(
+        lacking.is_empty(),
+        "verbs that print data without --json (add it, or an entry with its reason to NO_JSON): {lacking:?}"
+    );
+    for (verb, _) in NO_JSON {
+        assert!(
+            leaves.iter().any(|(v, _)| v == verb),
+            "NO_JSON names {verb:?}, which is no leaf verb"
+        );
+    }
+}
+
+/// The recorded accepted lineage imported, and a checkpoint of it signed
+/// into `cp.note`; returns the note's path.
+fn accepted_with_checkpoint(h: &Harness) -> String {
+    let export = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/replay-tests/ledgers/short13-accepted.jsonl"
+    );
+    h.ok(&["import", "--jsonl", export]);
+    let alice = h.example_key("alice");
+    let note = h.path("cp.note").display().to_string();
+    h.ok(&["checkpoint", "sign", "--key", &alice, "-o", &note]);
+    note
+}
+
+#[test]
+fn json_on_log_report_and_prove_means_what_their_other_forms_print() {
+    let h = Harness::new();
+    let note = accepted_with_checkpoint(&h);
+    // log --json: one array of the objects `log` prints one per line.
+    let lines: Vec<Value> = h
+        .ok(&["log"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 10);
+    let array = h.ok(&["log", "--json"]).json();
+    assert_eq!(array, Value::Array(lines.clone()));
+    let sealed = h.ok(&["log", "--json", "--kind", "group_sealed"]).json();
+    let want: Vec<Value> = lines
+        .iter()
+        .filter(|r| r["kind"].as_str().unwrap().starts_with("group_sealed."))
+        .cloned()
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(sealed, Value::Array(want));
+    let absent = benchledger::schema::events::Event::KINDS
+        .iter()
+        .find(|k| !lines.iter().any(|r| r["kind"] == **k))
+        .unwrap();
+    assert_eq!(
+        h.ok(&["log", "--json", "--kind", absent]).json(),
+        json_empty()
+    );
+    // report --json is report --format json; with -o it lists the files.
+    let formatted = h.ok(&["report", "--format", "json"]).stdout;
+    assert_eq!(h.ok(&["report", "--json"]).stdout, formatted);
+    assert_eq!(h.ok(&["report", "show", "--json"]).stdout, formatted);
+    assert_eq!(
+        h.ok(&["report", "--json", "--format", "json"]).stdout,
+        formatted
+    );
+    let r = h.run(&["report", "--json", "--format", "md"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    let dir = h.path("rep");
+    let files = h
+        .ok(&["report", "--json", "-o", dir.to_str().unwrap()])
+        .json();
+    let files: Vec<String> = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    for f in &files {
+        assert!(Path::new(f).is_file(), "{f}");
+    }
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let printed: Value = serde_json::from_str(&formatted).unwrap();
+    assert!(written == printed, "report.json is not what --json prints");
+    // prove: --json is the JSON proof, and refused with another format.
+    let inclusion = ["prove", "inclusion", "--checkpoint", &note, "3"];
+    let plain = h.ok(&inclusion).stdout;
+    let mut with = inclusion.to_vec();
+    with.push("--json");
+    assert_eq!(h.ok(&with).stdout, plain);
+    assert!(h.ok(&with).json()["hashes"].is_array(), "{plain}");
+    with.extend(["--format", "tlog-proof"]);
+    let r = h.run(&with);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stdout.is_empty() && r.stderr.contains("--json"),
+        "{}",
+        r.stderr
+    );
+    let consistency = ["prove", "consistency", &note, &note];
+    let plain = h.ok(&consistency).stdout;
+    let mut with = consistency.to_vec();
+    with.push("--json");
+    assert_eq!(h.ok(&with).stdout, plain);
+    assert!(h.ok(&with).json().is_object());
+}
+
+fn json_empty() -> Value {
+    Value::Array(Vec::new())
+}
+
+/// Arguments whose help speaks of writing but that are no output of the
+/// verb, each with its reason.
+const NOT_AN_OUTPUT: &[(&str, &str, &str)] = &[
+    (
+        "verify",
+        "state",
+        "the auditor's state file (TRUST-7): read first, then rewritten in place",
+    ),
+    (
+        "checkpoint verify",
+        "state",
+        "the auditor's state file (TRUST-7): read first, then rewritten in place",
+    ),
+];
+
+/// Ids an output path would take if it were not spelled `-o/--out`.
+const OTHER_OUTPUT_IDS: &[&str] = &[
+    "output",
+    "output_dir",
+    "output_file",
+    "out_dir",
+    "out_file",
+    "outdir",
+    "dest",
+    "destination",
+    "dir",
+    "bundle",
+];
+
+/// Whether an argument's help says it names something the verb writes.
+fn speaks_of_writing(a: &clap::Arg) -> bool {
+    let help = [a.get_help(), a.get_long_help()]
+        .into_iter()
+        .flatten()
+        .map(|h| h.to_string().to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    [
+        "write",
+        "written",
+        "output",
+        "into this",
+        "instead of stdout",
+    ]
+    .iter()
+    .any(|w| help.contains(w))
+}
+
+#[test]
+fn every_output_path_is_dash_o_out() {
+    let mut problems = Vec::new();
+    let mut outs = Vec::new();
+    for (verb, cmd) in leaf_commands() {
+        for a in cmd.get_arguments().filter(|a| !a.is_global_set()) {
+            let id = a.get_id().as_str();
+            let takes_value = a.get_action().takes_values();
+            if id == "out" {
+                outs.push(verb.clone());
+                if a.get_long() != Some("out") || a.get_short() != Some('o') || !takes_value {
+                    problems.push(format!("{verb}: --out is not `-o/--out PATH`"));
+                }
+                // The help of every output says so: what finds an output
+                // spelled otherwise below.
+                if !speaks_of_writing(a) {
+                    problems.push(format!("{verb}: --out's help does not say it is written"));
+                }
+                continue;
+            }
+            if OTHER_OUTPUT_IDS.contains(&id) && takes_value && a.get_long().is_some() {
+                problems.push(format!("{verb}: an output named --{id}: spell it -o/--out"));
+            }
+            if a.get_short() == Some('o') {
+                problems.push(format!("{verb}: -o is --{id}, not --out"));
+            }
+            let exempt = NOT_AN_OUTPUT.iter().any(|(v, i, _)| *v == verb && *i == id);
+            if takes_value && speaks_of_writing(a) && !exempt && a.get_long() != Some("out") {
+                problems.push(format!(
+                    "{verb}: --{id} names what the verb writes: spell it -o/--out (or list it in NOT_AN_OUTPUT with a reason)"
+                ));
+            }
+        }
+    }
+    for (verb, id, why) in NOT_AN_OUTPUT {
+        let found = leaf_commands()
+            .into_iter()
+            .any(|(v, c)| v == *verb && c.get_arguments().any(|a| a.get_id() == *id));
+        assert!(
+            found && !why.is_empty(),
+            "NOT_AN_OUTPUT: {verb} --{id} is not there"
+        );
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The verbs that write a file or directory all spell it -o/--out.
+    for verb in [
+        "key generate",
+        "checkpoint sign",
+        "checkpoint show",
+        "prove inclusion",
+        "prove consistency",
+        "export",
+        "case render-config",
+        "case start",
+        "report show",
+        "man",
+    ] {
+        assert!(outs.iter().any(|v| v == verb), "{verb} has no -o/--out");
+    }
+}
+
+#[test]
+fn export_writes_its_directories_only_where_dash_o_says() {
+    let h = Harness::new();
+    h.init();
+    let before = h.head_bytes();
+    for form in ["--redacted", "--parquet", "--tiles"] {
+        let r = h.run(&["export", form]);
+        assert_eq!(r.code, 2, "export {form}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("-o DIR") && r.stderr.contains(form),
+            "export {form}: {}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+        // The older spelling (the directory as the flag's value) is bad
+        // usage too, and writes nothing.
+        let r = h.run(&["export", form, "old-dir"]);
+        assert_eq!(r.code, 2, "export {form} old-dir: {}", r.stderr);
+        assert!(!h.path("old-dir").exists());
+    }
+    assert_eq!(h.head_bytes(), before);
+    // --jsonl -o FILE is the same bytes as stdout.
+    let file = h.path("e.jsonl");
+    h.ok(&["export", "--jsonl", "-o", file.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        h.ok(&["export", "--jsonl"]).stdout
+    );
+}

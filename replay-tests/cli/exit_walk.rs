@@ -157,7 +157,11 @@ const WALK: &[(&str, &[Step])] = &[
     ),
     (
         "export",
-        &[(Usage, &["export"]), (Environment, &["export", "--jsonl"])],
+        &[
+            (Usage, &["export"]),
+            (Usage, &["export", "--redacted"]),
+            (Environment, &["export", "--jsonl"]),
+        ],
     ),
     // import writes a new ledger elsewhere: its paths are walked in
     // `import_and_an_interrupt_walk_the_rest_of_the_table`.
@@ -1074,4 +1078,171 @@ fn import_and_an_interrupt_walk_the_rest_of_the_table() {
     );
     assert!(table.contains_key(&130) && nothing_appended(&table, 130).0);
     assert!(!target.exists(), "130: nothing appended, no ledger");
+}
+
+/// Leaf verbs that never wait for this ledger's writer lock, so no test
+/// can hold them there, each with its reason. Every other verb is held
+/// there and interrupted.
+const NEVER_WAIT: &[(&str, &str)] = &[
+    ("key generate", "writes a key file; opens no ledger"),
+    (
+        "import",
+        "builds a new ledger in an empty directory; held instead on its stdin (`-`) in import_and_an_interrupt_walk_the_rest_of_the_table",
+    ),
+    ("completions", "prints a script; opens no ledger"),
+    ("man", "prints or writes man pages; opens no ledger"),
+    ("identity prove", NO_AWS),
+    ("quota check", NO_AWS),
+    ("central up", NO_AWS),
+    ("central down", NO_AWS),
+    ("cleanup audit", NO_AWS),
+    ("cleanup monitor", NO_AWS),
+    ("cleanup terminate", NO_AWS),
+    ("check residue", NO_AWS),
+];
+
+const NO_AWS: &str = "this build has no `aws` feature: refused with exit 4 before any ledger is opened (the walk is compiled for that build)";
+
+/// Command lines that reach the writer lock, for the verbs whose walk
+/// above has no `Environment` path.
+const HELD_AT_THE_LOCK: &[(&str, &[&str])] = &[(
+    "ingest harbor",
+    &["ingest", "harbor", "control", "{harbor}"],
+)];
+
+/// Whether process `pid` has `file` open (its `/proc/PID/fd` links).
+fn has_open(pid: u32, file: &Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == file))
+        })
+        .unwrap_or(false)
+}
+
+/// SIGINT to the one process `pid` this test started.
+fn sigint(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -INT {pid}");
+}
+
+/// Runs `args` with the writer lock held by this test, waits until the
+/// verb has the lock file open (it waits for the lock), sends two SIGINT
+/// and returns its exit code and stderr, or what went wrong.
+fn interrupted_at_the_lock(w: &World, args: &[String]) -> Result<(Option<i32>, String), String> {
+    let lock_file = w.h.ledger().join("benchledger.lock");
+    let held = Ledger::open(&w.h.ledger(), Duration::from_secs(30)).unwrap();
+    let mut child =
+        w.h.cmd()
+            .args(["--lock-timeout", "120"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let waiting = loop {
+        if has_open(pid, &lock_file) {
+            break Ok(());
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break Err(format!("ended before waiting for the lock: {status}"));
+        }
+        if Instant::now() > deadline {
+            break Err("did not open the lock file within 30 s".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if waiting.is_ok() {
+        sigint(pid);
+        sigint(pid);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    drop(held);
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    waiting.map_err(|why| format!("{why}; stderr: {stderr}"))?;
+    Ok((out.status.code(), stderr))
+}
+
+#[test]
+fn a_second_ctrl_c_ends_every_verb_waiting_for_the_ledger_with_130() {
+    let table = readme_table();
+    assert!(nothing_appended(&table, 130).0);
+    let mut w = World::new();
+    // A Harbor job holding one trial result: `ingest harbor` reads the
+    // tree, then waits for the lock.
+    let trial = w.h.path("harbor/job/hello-world__control-c1");
+    std::fs::create_dir_all(&trial).unwrap();
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/harbor-0.25.0/trial-result.pass.json"
+        ),
+        trial.join("result.json"),
+    )
+    .unwrap();
+    let harbor = w.h.path("harbor").display().to_string();
+    w.values.insert("{harbor}", harbor);
+    let mut failures = Vec::new();
+    let mut held = 0;
+    for verb in super::argv_fuzz::leaf_verbs() {
+        let never = NEVER_WAIT.iter().find(|(v, _)| *v == verb);
+        let args = WALK
+            .iter()
+            .find(|(v, _)| *v == verb)
+            .and_then(|(_, steps)| steps.iter().find(|(way, _)| *way == Environment))
+            .map(|(_, args)| *args)
+            .or_else(|| {
+                HELD_AT_THE_LOCK
+                    .iter()
+                    .find(|(v, _)| *v == verb)
+                    .map(|(_, a)| *a)
+            });
+        let Some(args) = args.filter(|_| never.is_none()) else {
+            if never.is_none() {
+                failures.push(format!(
+                    "{verb}: no command line reaches the lock (add one to HELD_AT_THE_LOCK or a reason to NEVER_WAIT)"
+                ));
+            }
+            continue;
+        };
+        let before = stamp(&w.h);
+        match interrupted_at_the_lock(&w, &w.filled(args)) {
+            Ok((Some(130), _)) if stamp(&w.h) == before => held += 1,
+            Ok((Some(130), _)) => failures.push(format!("{verb}: exit 130, but the head moved")),
+            Ok((code, stderr)) => {
+                failures.push(format!("{verb} {args:?}: exit {code:?}, not 130: {stderr}"))
+            }
+            Err(why) => failures.push(format!("{verb} {args:?}: {why}")),
+        }
+    }
+    // A verb that cannot wait does not: its reason still holds.
+    for (verb, why) in NEVER_WAIT {
+        assert!(!why.is_empty());
+        assert!(
+            super::argv_fuzz::leaf_verbs().iter().any(|v| v == verb),
+            "NEVER_WAIT names {verb:?}, no leaf verb"
+        );
+    }
+    println!("130 walk: {held} verbs held at the lock and interrupted");
+    assert!(
+        failures.is_empty(),
+        "{} verbs did not end with 130 on a second Ctrl-C at the lock:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(held >= 40, "only {held} verbs held");
 }

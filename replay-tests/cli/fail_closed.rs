@@ -742,7 +742,7 @@ fn a_checkpoint_signer_the_manifest_does_not_list_never_counts() {
     );
     for args in [
         vec!["report", "--format", "json"],
-        vec!["export", "--redacted", "bundle"],
+        vec!["export", "--redacted", "-o", "bundle"],
     ] {
         let r = h.run(&args);
         assert!(

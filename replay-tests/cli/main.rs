@@ -23,6 +23,9 @@ mod chaos;
 mod checkpoint;
 #[path = "doc_run.rs"]
 mod doc_run;
+
+#[path = "conventions.rs"]
+mod conventions;
 #[path = "docs.rs"]
 mod docs;
 // The driver's tests take the daemon gates themselves and append the AWS
@@ -198,7 +201,7 @@ fn version_names_the_features_and_a_missing_one_says_so_in_help_and_exits_4() {
     let help = h.ok(&["export", "--help"]).stdout;
     h.init();
     let before = h.head_bytes();
-    let r = h.run(&["export", "--parquet", "out"]);
+    let r = h.run(&["export", "--parquet", "-o", "out"]);
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(!help.contains("Not in this build"), "{help}");

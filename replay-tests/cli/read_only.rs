@@ -280,8 +280,8 @@ const READS: &[(&str, &[&[&str]])] = &[
         &[
             &["export", "--jsonl"],
             &["export", "--jsonl", "-o", "out.jsonl"],
-            &["export", "--redacted", "bundle"],
-            &["export", "--parquet", "tables"],
+            &["export", "--redacted", "-o", "bundle"],
+            &["export", "--parquet", "-o", "tables"],
         ],
     ),
     ("audit", &[&["audit"], &["audit", "--json"]]),

@@ -140,7 +140,7 @@ fn export_redacted_of_every_recorded_ledger_scans_clean_and_reimports() {
     for (name, _) in ledgers() {
         let h = imported(&name);
         let out = h.path("bundle");
-        h.ok(&["export", "--redacted", s(&out)]);
+        h.ok(&["export", "--redacted", "-o", s(&out)]);
         let scan: Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("secret-scan.json")).unwrap())
                 .unwrap();
@@ -208,7 +208,7 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
     let out = h.path("full");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("x"), "x").unwrap();
-    let r = h.run(&["export", "--redacted", s(&out)]);
+    let r = h.run(&["export", "--redacted", "-o", s(&out)]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(
         std::fs::read_dir(&out).unwrap().count(),
@@ -218,7 +218,7 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
     let r = h.run(&["export"]);
     assert_eq!(r.code, 2, "a format is required");
     let p = h.path("pq");
-    let r = h.run(&["export", "--parquet", s(&p)]);
+    let r = h.run(&["export", "--parquet", "-o", s(&p)]);
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
         let files: Vec<&str> = r.stdout.lines().collect();
@@ -237,7 +237,7 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
         }
         // A second ledger's lineages join the dataset with --append; a
         // lineage already in it is refused (its rows would count twice).
-        let again = h.run(&["export", "--parquet", s(&p), "--append"]);
+        let again = h.run(&["export", "--parquet", "-o", s(&p), "--append"]);
         assert_eq!(again.code, 2, "{}", again.stderr);
         assert!(
             again.stderr.contains("already in the dataset"),
@@ -245,12 +245,12 @@ fn export_redacted_refuses_a_non_empty_target_and_parquet_needs_its_feature() {
             again.stderr
         );
         let other = imported("replicated-accepted");
-        let added = other.run(&["export", "--parquet", s(&p), "--append"]);
+        let added = other.run(&["export", "--parquet", "-o", s(&p), "--append"]);
         assert_eq!(added.code, 0, "{}", added.stderr);
         assert!(p
             .join("cases/lineage_key=lineage-rep13x3-kimi-2026-11")
             .is_dir());
-        let without = other.run(&["export", "--parquet", s(&p)]);
+        let without = other.run(&["export", "--parquet", "-o", s(&p)]);
         assert_eq!(without.code, 2, "a non-empty target needs --append");
     } else {
         // a missing feature is exit 4 on every verb (issue 29 item 17)

@@ -45,7 +45,7 @@ fn ledger_of(records: u64) -> Harness {
 }
 
 fn export(h: &Harness, dir: &str) -> Run {
-    h.ok(&["export", "--tiles", dir, "--key", "op.key", "--json"])
+    h.ok(&["export", "--tiles", "-o", dir, "--key", "op.key", "--json"])
 }
 
 fn verify(h: &Harness, dir: &Path) -> Run {
@@ -318,7 +318,7 @@ fn verify_tiles_reads_an_http_prefix() {
 fn export_tiles_needs_a_signed_checkpoint_and_never_rewrites_a_full_tile() {
     // rule TRUST-8
     let h = ledger_of(300);
-    let r = h.run(&["export", "--tiles", "T"]);
+    let r = h.run(&["export", "--tiles", "-o", "T"]);
     assert_eq!(
         r.code, 2,
         "TRUST-8: nothing unsigned is published: {}",
@@ -336,13 +336,13 @@ fn export_tiles_needs_a_signed_checkpoint_and_never_rewrites_a_full_tile() {
     assert_eq!(verify(&h, &h.path("T")).code, 0, "TRUST-8");
     // A full tile that differs is never replaced.
     flip(&h.path("T/tile/0/000"), 5);
-    let r = h.run(&["export", "--tiles", "T"]);
+    let r = h.run(&["export", "--tiles", "-o", "T"]);
     assert_eq!(r.code, 2, "TRUST-8: {}", r.stderr);
     assert!(r.stderr.contains("tile/0/000"), "{}", r.stderr);
     // Not a tiles directory.
     std::fs::create_dir(h.path("other")).unwrap();
     std::fs::write(h.path("other/x"), "x").unwrap();
-    let r = h.run(&["export", "--tiles", "other"]);
+    let r = h.run(&["export", "--tiles", "-o", "other"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
@@ -397,7 +397,7 @@ fn a_tlog_proof_parses_back_and_verifies_with_the_key_alone() {
 #[test]
 fn export_tiles_with_a_key_announces_its_one_append_once() {
     let h = ledger_of(3);
-    let r = h.ok(&["export", "--tiles", "t", "--key", "op.key"]);
+    let r = h.ok(&["export", "--tiles", "-o", "t", "--key", "op.key"]);
     assert_eq!(
         r.stderr.matches("appended seq").count(),
         1,

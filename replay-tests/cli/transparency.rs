@@ -787,7 +787,7 @@ fn a_receipt_and_two_seals_verify_without_the_ledger() {
     // TRUST-4: the publication bundle carries the latest signed checkpoint
     // and an inclusion proof of each seal in it.
     let bundle = h.path("bundle");
-    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    h.ok(&["export", "--redacted", "-o", bundle.to_str().unwrap()]);
     let t = bundle.join("transparency");
     assert_eq!(
         read(&t.join("checkpoint.note")),
@@ -922,7 +922,7 @@ fn the_report_carries_the_signed_checkpoint_and_an_inclusion_proof_of_each_seal(
     }
     // The bundle carries the same proofs (one code path).
     let bundle = h.path("bundle");
-    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    h.ok(&["export", "--redacted", "-o", bundle.to_str().unwrap()]);
     for seal in seals {
         let file = bundle.join(format!("transparency/seals/{}.inclusion.json", seal["seq"]));
         let bundled = InclusionProof::from_json(&read(&file)).unwrap();
@@ -969,7 +969,7 @@ fn a_report_without_a_signed_checkpoint_says_so_and_a_later_one_covers_every_sea
     );
     // No signed checkpoint, no transparency files in the bundle.
     let bundle = h.path("bundle");
-    h.ok(&["export", "--redacted", bundle.to_str().unwrap()]);
+    h.ok(&["export", "--redacted", "-o", bundle.to_str().unwrap()]);
     assert!(!bundle.join("transparency").exists());
     // A checkpoint signed after every seal covers all four; only the
     // frozen operator's key signs one (TRUST-5).

@@ -68,9 +68,10 @@ pub struct CaseStartArgs {
     /// GATE-7); default: the config rendered from the frozen manifest.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Where the command's output goes (default `<group out_dir>/<trial name>.log`).
-    #[arg(long, value_name = "FILE")]
-    pub log: Option<PathBuf>,
+    /// Where the command's output goes (default `<group out_dir>/<trial
+    /// name>.log`; `--log` is the older spelling).
+    #[arg(long, short = 'o', value_name = "FILE", alias = "log")]
+    pub out: Option<PathBuf>,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
@@ -434,7 +435,7 @@ fn start(cli: &Cli, a: &CaseStartArgs, wait: Duration) -> anyhow::Result<ExitCod
             group: &a.group,
             case: parse_case(&a.case)?,
             config: a.config.as_deref(),
-            log: a.log.clone(),
+            log: a.out.clone(),
             command: a.command.clone(),
         },
     )?;

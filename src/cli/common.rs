@@ -76,11 +76,184 @@ pub(crate) fn announce(done: &[Appended]) {
 }
 
 /// A whole text file of at most `TEXT_INPUT_FILE_BYTES_MAX` bytes (a
-/// manifest, a key, a note): a regular file only.
+/// manifest, a key, a note): a regular file only, or stdin as `-`.
 pub(crate) fn read_text(path: &Path) -> anyhow::Result<String> {
-    let bytes = crate::error::read_regular(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
-    String::from_utf8(bytes)
-        .map_err(|_| Error::input(format!("{}: not utf-8", path.display())).into())
+    let bytes = read_input(path, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
+    String::from_utf8(bytes).map_err(|_| Error::input(format!("{}: not utf-8", shown(path))).into())
+}
+
+/// Whether an input path is `-`: stdin.
+pub(crate) fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// An input path as a message names it: `-` is `- (stdin)`.
+pub(crate) fn shown(path: &Path) -> String {
+    match is_stdin(path) {
+        true => "- (stdin)".into(),
+        false => path.display().to_string(),
+    }
+}
+
+/// The bytes of an input file of at most `max` bytes (a `limits`
+/// constant), or of stdin when `path` is `-`, within the same bound: more
+/// is bad input (exit 2) naming the file or `- (stdin)`. A regular file
+/// only (`error::read_regular`); stdin once per command (a second `-` is
+/// bad usage: it would read nothing).
+pub(crate) fn read_input(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    if !is_stdin(path) {
+        return Ok(crate::error::read_regular(path, max)?);
+    }
+    let mut bytes = Vec::new();
+    copy_stdin(&mut bytes, max)?;
+    Ok(bytes)
+}
+
+/// stdin, once per command: a second `-` is bad usage (it would read
+/// nothing).
+fn take_stdin() -> anyhow::Result<std::io::StdinLock<'static>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STDIN_TAKEN: AtomicBool = AtomicBool::new(false);
+    if STDIN_TAKEN.swap(true, Ordering::SeqCst) {
+        return Err(BadUsage(
+            "- (stdin) given for two inputs of one command: stdin is read once".into(),
+        )
+        .into());
+    }
+    Ok(std::io::stdin().lock())
+}
+
+/// The refusal of stdin past `max` bytes: bad input (exit 2).
+pub(crate) fn stdin_too_long(max: u64) -> anyhow::Error {
+    Error::input(format!(
+        "- (stdin): longer than the limit of {max} bytes for this input; nothing was kept"
+    ))
+    .into()
+}
+
+/// Copies stdin, once per command, into `to`: at most `max` bytes, more
+/// refused (bad input naming `- (stdin)`).
+fn copy_stdin(to: &mut impl Write, max: u64) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut stdin = take_stdin()?.take(max.saturating_add(1));
+    let n = std::io::copy(&mut stdin, to).map_err(|e| Error::io("read - (stdin)", e))?;
+    if n > max {
+        return Err(stdin_too_long(max));
+    }
+    Ok(())
+}
+
+/// A reader of at most `max` bytes for a verb that streams its input
+/// (`import --jsonl -`): a read past the bound fails and `past` is set, so
+/// the verb refuses with `stdin_too_long` (bad input), not an I/O error.
+pub(crate) struct Within<R> {
+    inner: R,
+    left: u64,
+    past: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<R: std::io::Read> Within<R> {
+    /// `inner` within `max` bytes; `past` is set once more was there.
+    pub(crate) fn new(
+        inner: R,
+        max: u64,
+        past: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Within<R> {
+        Within {
+            inner,
+            left: max,
+            past,
+        }
+    }
+}
+
+/// stdin within `max` bytes, once per command (`Within`).
+pub(crate) fn stdin_within(
+    max: u64,
+    past: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<std::io::BufReader<Within<std::io::StdinLock<'static>>>> {
+    Ok(std::io::BufReader::new(Within::new(
+        take_stdin()?,
+        max,
+        past,
+    )))
+}
+
+impl<R: std::io::Read> std::io::Read for Within<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            // At the bound: end of input, or one byte too many.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            self.past.store(true, std::sync::atomic::Ordering::SeqCst);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "- (stdin): past its limit",
+            ));
+        }
+        let cap = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..cap])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// An input file the verb reads by path (streamed, hashed, read twice):
+/// the file itself, or stdin as `-` spooled within `max` bytes into a
+/// private temporary file, removed on drop.
+pub(crate) struct InputFile {
+    path: std::path::PathBuf,
+    spooled: bool,
+}
+
+impl InputFile {
+    /// `path`, or stdin spooled when it is `-`.
+    pub(crate) fn open(path: &Path, max: u64) -> anyhow::Result<InputFile> {
+        if !is_stdin(path) {
+            return Ok(InputFile {
+                path: path.to_path_buf(),
+                spooled: false,
+            });
+        }
+        let target = std::env::temp_dir().join("benchledger-stdin");
+        crate::log::staging::remove_stale(&target, "input");
+        let spool = crate::log::staging::temp_beside(&target, "input")?;
+        let file = InputFile {
+            path: spool,
+            spooled: true,
+        };
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&file.path)
+                .map_err(|e| Error::io(format!("spool stdin to {}", file.path.display()), e))?;
+            copy_stdin(&mut f, max)?;
+        }
+        Ok(file)
+    }
+
+    /// Where to read it.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for InputFile {
+    fn drop(&mut self) {
+        if self.spooled {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The state `decide` reads: `projections::replay` through the projection
@@ -318,4 +491,30 @@ pub(crate) fn require_aws_gates(verb: &str) -> anyhow::Result<()> {
 #[cfg(feature = "aws")]
 pub(crate) fn require_aws_gates(_verb: &str) -> anyhow::Result<()> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn within_reads_up_to_its_bound_and_fails_one_byte_past_it() {
+        let read = |input: &[u8], max: u64| {
+            let past = Arc::new(AtomicBool::new(false));
+            let mut r = std::io::BufReader::with_capacity(3, Within::new(input, max, past.clone()));
+            let mut got = Vec::new();
+            let result = r.read_to_end(&mut got);
+            (result.is_ok(), got.len(), past.load(Ordering::SeqCst))
+        };
+        assert_eq!(read(b"0123456789", 10), (true, 10, false));
+        assert_eq!(read(b"", 0), (true, 0, false));
+        assert_eq!(read(b"0123456789", 11), (true, 10, false));
+        let (ok, _, past) = read(b"0123456789a", 10);
+        assert!(!ok && past, "one byte past the bound fails and says so");
+        let (ok, _, past) = read(b"x", 0);
+        assert!(!ok && past);
+    }
 }

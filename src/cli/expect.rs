@@ -17,11 +17,12 @@ use crate::method::expect;
 /// Arguments of `expect`.
 #[derive(Debug, Args)]
 pub struct ExpectArgs {
-    /// The ledger: a ledger directory, or an export file (`export -o`),
-    /// imported into a private temporary ledger first.
+    /// The ledger: a ledger directory, or an export file (`export -o`;
+    /// `-` for stdin), imported into a private temporary ledger first.
     #[arg(value_name = "LEDGER")]
     pub ledger: PathBuf,
-    /// The expectation file (TOML; see the README's "Expectations").
+    /// The expectation file (TOML; see the README's "Expectations"; `-`
+    /// for stdin).
     #[arg(value_name = "EXPECT")]
     pub expect: PathBuf,
     /// Print one JSON document on stdout.
@@ -49,7 +50,9 @@ fn observed(path: &Path, wait: Duration) -> anyhow::Result<expect::Observed> {
     // process is gone (the staging names' own rule).
     crate::log::staging::remove_stale(&target, "ledger");
     let dir = TempLedger(crate::log::staging::temp_beside(&target, "ledger")?);
-    let ledger = crate::log::export::import_file(path, &dir.0, wait)?;
+    // `-`: an export on stdin, spooled within the import's bound.
+    let input = crate::cli::common::InputFile::open(path, crate::limits::IMPORT_FILE_BYTES_MAX)?;
+    let ledger = crate::log::export::import_file(input.path(), &dir.0, wait)?;
     let got = expect::observe(&ledger)?;
     drop(ledger);
     Ok(got)
@@ -57,8 +60,8 @@ fn observed(path: &Path, wait: Duration) -> anyhow::Result<expect::Observed> {
 
 /// `expect`: the ledger at `a.ledger` against the file `a.expect`; exit 1 when they differ.
 pub fn run_expect(a: &ExpectArgs, wait: Duration) -> anyhow::Result<ExitCode> {
-    let text = crate::error::read_regular(&a.expect, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
-    let source = a.expect.display().to_string();
+    let text = crate::cli::common::read_input(&a.expect, crate::limits::TEXT_INPUT_FILE_BYTES_MAX)?;
+    let source = crate::cli::common::shown(&a.expect);
     let text = String::from_utf8(text)
         .map_err(|_| crate::error::Error::input(format!("{source}: not UTF-8")))?;
     let want = expect::parse(&text, &source)?;

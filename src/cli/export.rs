@@ -1,5 +1,6 @@
-//! `export --jsonl | --redacted DIR | --parquet DIR | --tiles DIR`: the
-//! canonical export and the publication bundles (`--tiles`: `cli::tiles`).
+//! `export --jsonl [-o FILE] | --redacted -o DIR | --parquet -o DIR |
+//! --tiles -o DIR`: the canonical export and the publication bundles
+//! (`--tiles`: `cli::tiles`).
 
 use crate::cli::out::outln;
 use std::path::{Path, PathBuf};
@@ -25,37 +26,38 @@ use std::io::BufWriter;
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["jsonl", "redacted", "parquet", "tiles"])))]
 pub struct ExportArgs {
-    /// Export as JSON lines.
+    /// Export as JSON lines (on stdout, or into the file -o names).
     #[arg(long)]
     pub jsonl: bool,
-    /// Write to this file instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE", requires = "jsonl")]
+    /// Write the export into this file (--jsonl; default stdout) or this
+    /// directory (--redacted, --parquet and --tiles: required there).
+    #[arg(long, short = 'o', value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
-    /// The publication bundle into a new directory: redacted manifests, the
-    /// ledger export, the reports, request/case tables, a secret scan of
-    /// every file and SHA-256 + BLAKE3 checksums (refused, exit 3, when the
-    /// scan finds a credential shape).
-    #[arg(long, value_name = "DIR")]
-    pub redacted: Option<PathBuf>,
+    /// The publication bundle into a new directory (-o DIR): redacted
+    /// manifests, the ledger export, the reports, request/case tables, a
+    /// secret scan of every file and SHA-256 + BLAKE3 checksums (refused,
+    /// exit 3, when the scan finds a credential shape).
+    #[arg(long)]
+    pub redacted: bool,
     /// The request, case and group tables as a Parquet dataset partitioned
     /// by lineage (DIR/<table>/lineage_key=lineage-<label>/part-<head>.parquet,
     /// the lineage also a string column of every file), in a new or empty
-    /// directory.
-    #[arg(long, value_name = "DIR", long_help = PARQUET_HELP, help = PARQUET_HELP)]
-    pub parquet: Option<PathBuf>,
+    /// directory (-o DIR).
+    #[arg(long, long_help = PARQUET_HELP, help = PARQUET_HELP)]
+    pub parquet: bool,
     /// With --parquet: add this ledger's lineages to an existing dataset
     /// (refused for a lineage already in it), so one SQL statement queries
     /// many ledgers.
     #[arg(long, requires = "parquet")]
     pub append: bool,
-    /// The log as C2SP tlog-tiles in DIR (new, empty, or an earlier tiles
+    /// The log as C2SP tlog-tiles in -o DIR (new, empty, or an earlier tiles
     /// export of this ledger): `checkpoint` (the latest signed one, written
     /// last), hash tiles `tile/<L>/<N>[.p/<W>]`, entry bundles
     /// `tile/entries/<N>[.p/<W>]` (each record's leaf data) and the records
     /// beside them, `records/<N>[.p/<W>]`: static files any web server or
     /// object store can serve (TRUST-8). Read back with `verify --tiles`.
-    #[arg(long, value_name = "DIR")]
-    pub tiles: Option<PathBuf>,
+    #[arg(long)]
+    pub tiles: bool,
     /// With --tiles: sign a checkpoint of every record with this key and
     /// append it first (as `checkpoint sign`); without it the tiles cover
     /// the latest signed checkpoint, and a ledger without one is refused.
@@ -184,7 +186,7 @@ fn jsonl<T: serde::Serialize>(rows: &[T]) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// `export --redacted DIR`: the publication bundle. The redacted manifest
+/// `export --redacted -o DIR`: the publication bundle. The redacted manifest
 /// of every lineage, the ledger export (JSONL, re-importable), the report
 /// files of every lineage, the request and case tables (CSV and JSON
 /// Lines), a secret-scan result over every file, and a checksum manifest
@@ -324,11 +326,11 @@ fn transparency_files(signed: Option<&SignedHead>) -> Vec<BundleFile> {
 
 /// `export --parquet`'s help, as this build has it.
 #[cfg(feature = "parquet")]
-const PARQUET_HELP: &str = "The request, case and group tables as a Parquet dataset partitioned by lineage (DIR/<table>/lineage_key=lineage-<label>/part-<head>.parquet; the lineage is also a string column of every file), in a new or empty directory";
+const PARQUET_HELP: &str = "The request, case and group tables as a Parquet dataset partitioned by lineage (DIR/<table>/lineage_key=lineage-<label>/part-<head>.parquet; the lineage is also a string column of every file), in a new or empty directory (-o DIR)";
 #[cfg(not(feature = "parquet"))]
 const PARQUET_HELP: &str = "Not in this build (cargo feature `parquet` missing: exits 4; see --version): the request, case and group tables as a Parquet dataset partitioned by lineage";
 
-/// `export --parquet DIR [--append]`: the request, case and group tables
+/// `export --parquet -o DIR [--append]`: the request, case and group tables
 /// as a Parquet dataset partitioned by lineage (`crate::cli::parquet`).
 /// Needs the `parquet` cargo feature (on by default; the fast
 /// `--no-default-features` build leaves it out).
@@ -363,7 +365,7 @@ pub fn run_export_parquet(
         let _ = (cli, dir, append, wait);
         // exit 4 as every verb a build lacks (`group open` without aws)
         Err(crate::cli::common::MissingFeature(
-            "this build has no Parquet writer (cargo feature `parquet`, on by default and left out by --no-default-features: `cargo build --release --no-default-features --features parquet`); `export --redacted DIR` writes the same request and case tables as CSV and JSON Lines".into(),
+            "this build has no Parquet writer (cargo feature `parquet`, on by default and left out by --no-default-features: `cargo build --release --no-default-features --features parquet`); `export --redacted -o DIR` writes the same request and case tables as CSV and JSON Lines".into(),
         )
         .into())
     }
@@ -412,13 +414,23 @@ fn export_to_file(
 /// `export`: the canonical JSONL, or the publication bundles.
 pub(crate) fn run_export(cli: &Cli, a: &ExportArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     let dir = &cli.ledger;
-    if let Some(d) = &a.redacted {
-        return run_export_redacted(cli, d, wait);
-    }
-    if let Some(d) = &a.parquet {
-        return run_export_parquet(cli, d, a.append, wait);
-    }
-    if let Some(d) = &a.tiles {
+    if !a.jsonl {
+        let Some(d) = &a.out else {
+            let form = [(a.redacted, "--redacted"), (a.parquet, "--parquet")]
+                .into_iter()
+                .find_map(|(on, name)| on.then_some(name))
+                .unwrap_or("--tiles");
+            return Err(BadUsage(format!(
+                "export {form} writes a directory: name it with -o DIR (--out DIR)"
+            ))
+            .into());
+        };
+        if a.redacted {
+            return run_export_redacted(cli, d, wait);
+        }
+        if a.parquet {
+            return run_export_parquet(cli, d, a.append, wait);
+        }
         return crate::cli::tiles::run_export_tiles(cli, d, a.key.as_deref(), a.json, wait);
     }
     let ledger = crate::cli::common::open_reading(dir, wait)?;

@@ -65,8 +65,9 @@ pub struct GroupOpenArgs {
     /// The daemon's database path.
     #[arg(long)]
     pub db: String,
-    /// The group's output directory.
-    #[arg(long)]
+    /// The group's output directory (recorded; the daemon and the cases
+    /// write there).
+    #[arg(long, short = 'o', value_name = "DIR")]
     pub out: String,
     /// Print one JSON document on stdout.
     #[arg(long)]

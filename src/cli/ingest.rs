@@ -262,6 +262,9 @@ pub(crate) fn ingest_file(
 ) -> anyhow::Result<Ingested> {
     let (lineage, group) = parse_group(group_spec);
     let source = file.display().to_string();
+    // `-`: stdin, spooled within the file's bound (recorded as `-`).
+    let input = InputFile::open(file, crate::limits::INGEST_FILE_BYTES_MAX)?;
+    let file = input.path();
     let (bytes, file_blake3) = file_facts(file)?;
     let ledger = Ledger::open(&cli.ledger, wait)?;
     let state = decide_state(&ledger)?;

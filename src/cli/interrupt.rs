@@ -1,5 +1,8 @@
-//! Ctrl-C (SIGINT) and SIGTERM for the verbs that write temporary files
-//! (`import`, `export -o`): the first signal sets a flag that the verb's
+//! Ctrl-C (SIGINT) and SIGTERM. A verb with nothing to undo ends at the
+//! first signal with exit 130 (`install_default`: waiting for the writer
+//! lock, reading `-` from stdin, anywhere). The verbs that write temporary
+//! files (`import`, `export -o`) and `run` take the signals over
+//! (`verb_cleans_up`): the first signal sets a flag that the verb's
 //! reader or writer turns into an error, so the verb removes its temporary
 //! files on the way out (exit 4); a second ends the process at once (exit
 //! 130), and the next run removes what it left (`log::staging`). A read
@@ -11,12 +14,40 @@ use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Whether a signal ends the process at once (exit 130): until a verb
+/// takes the signals over.
+fn ends_at_once() -> &'static Arc<AtomicBool> {
+    static AT_ONCE: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    AT_ONCE.get_or_init(|| Arc::new(AtomicBool::new(true)))
+}
+
+/// Every verb: SIGINT or SIGTERM ends the process with exit 130 until
+/// the verb calls `verb_cleans_up`. Installed before the verb runs.
+pub(crate) fn install_default() {
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Failing to install leaves the default: the signal ends the
+        // process, as the shell reports with 130 too.
+        let _ = signal_hook::flag::register_conditional_shutdown(
+            signal,
+            130,
+            Arc::clone(ends_at_once()),
+        );
+    }
+}
+
+/// The verb has something to undo on a signal and installs its own
+/// handlers: from now on the first signal no longer ends the process.
+pub(crate) fn verb_cleans_up() {
+    ends_at_once().store(false, Ordering::SeqCst);
+}
+
 /// The flag the handlers set.
 pub(crate) struct Interrupt(Arc<AtomicBool>);
 
 impl Interrupt {
     /// Installs the handlers for this process.
     pub(crate) fn install() -> Interrupt {
+        verb_cleans_up();
         let flag = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // Failing to install leaves the default (the process ends and the

@@ -39,6 +39,10 @@ pub struct LogArgs {
     /// (exit 2) listing the known ones.
     #[arg(long, value_name = "KIND")]
     pub kind: Vec<String>,
+    /// Print one JSON document on stdout: an array of the same record
+    /// objects (without it, one object per line: JSON lines).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `verify`.
@@ -385,6 +389,13 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
     }
     let to = a.to.unwrap_or(head.seq).min(head.seq);
     let mut out = BufWriter::new(crate::cli::out::Out);
+    // JSON lines, or with --json one array of the same objects, streamed.
+    let (open, sep, close): (&[u8], &[u8], &[u8]) = match a.json {
+        true => (b"[", b",\n", b"]\n"),
+        false => (b"", b"", b""),
+    };
+    out.write_all(open)?;
+    let mut first = true;
     for v in ledger.records_from(a.from)? {
         let v = v?;
         let r = &v.decoded.record;
@@ -394,6 +405,10 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
         if kinds.as_ref().is_some_and(|k| !k.contains(r.kind.as_str())) {
             continue;
         }
+        if !first {
+            out.write_all(sep)?;
+        }
+        first = false;
         let line = json!({
             "seq": r.seq,
             "hash": hex::encode(v.hash),
@@ -405,8 +420,11 @@ pub(crate) fn run_log(cli: &Cli, a: &LogArgs, wait: Duration) -> anyhow::Result<
             "payload": v.decoded.event.payload_json(),
         });
         serde_json::to_writer(&mut out, &line)?;
-        writeln!(out)?;
+        if !a.json {
+            writeln!(out)?;
+        }
     }
+    out.write_all(close)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -423,11 +441,18 @@ pub(crate) fn run_import(cli: &Cli, a: &ImportArgs, wait: Duration) -> anyhow::R
     };
     // Ctrl-C ends the read, and the import removes its staging ledger.
     let interrupt = crate::cli::interrupt::Interrupt::install();
-    let head = if a.jsonl.as_os_str() == "-" {
+    let head = if is_stdin(&a.jsonl) {
+        // stdin within the bound of an export file.
+        let max = crate::limits::IMPORT_FILE_BYTES_MAX;
+        let past = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let progress = Progress::bytes("import", None);
-        let stdin = Interruptible::new(std::io::stdin().lock(), &interrupt);
+        let stdin = Interruptible::new(stdin_within(max, past.clone())?, &interrupt);
         let mut input = CountingReader::new(stdin, &progress);
-        crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule)?
+        let imported = crate::log::export::import_jsonl(&mut input, "stdin", dir, wait, rule);
+        if past.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(stdin_too_long(max));
+        }
+        imported?
     } else {
         let (file, size) =
             crate::error::open_regular(&a.jsonl, crate::limits::IMPORT_FILE_BYTES_MAX)?;

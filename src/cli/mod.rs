@@ -59,9 +59,10 @@ Exit codes:
   3  refused by a rule of the method (the message names the rule id); nothing appended
      except the record of a refused evidence file (BIND-12)
   4  environment failure (I/O, lock wait timed out); nothing appended
-130  interrupted by a second Ctrl-C
+130  interrupted by Ctrl-C (a verb with temporary files removes them at the first and ends at the second)
 
-Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).";
+Data goes to stdout (one JSON document with --json); logs go to stderr (RUST_LOG=info for more).
+Every file or directory a verb writes is -o/--out; every file it reads may be `-` for stdin.";
 
 /// The user-facing cargo features this build was compiled with, in
 /// `--version`'s order (`testkit` is test support, never a user's).
@@ -164,8 +165,8 @@ pub enum Command {
     /// (TRUST-2).
     #[command(subcommand)]
     Prove(tlog::ProveCommand),
-    /// Print records as JSON lines: seq, hash, kind, recorded_at, actor,
-    /// decoded payload.
+    /// Print records as JSON lines (with --json one JSON array): seq, hash,
+    /// kind, recorded_at, actor, decoded payload.
     Log(log::LogArgs),
     /// Write every record with its raw bytes (hex) and hash, one JSON line
     /// each: enough for an independent verifier, and the input of `import`.
@@ -234,7 +235,8 @@ pub enum Command {
     #[command(subcommand)]
     Lineage(lineage::LineageCommand),
     /// The report of a lineage (`report [show] LINEAGE [--format md|json]
-    /// [--out DIR]`) and its registry entry (`report registry LINEAGE`).
+    /// [--json] [-o DIR]`) and its registry entry (`report registry
+    /// LINEAGE`).
     Report(report::ReportArgs),
     /// Drive a group through its gates, launches, evidence, cleanup and
     /// seal (`run GROUP [LINEAGE]`; `--plan` changes nothing); resumable.
@@ -275,6 +277,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    crate::cli::interrupt::install_default();
     crate::cli::out::set_quiet(cli.quiet);
     let level = if cli.quiet { "error" } else { "warn" };
     tracing_subscriber::fmt()

@@ -1,4 +1,4 @@
-//! `export --parquet DIR [--append]`: the request, case and group tables as
+//! `export --parquet -o DIR [--append]`: the request, case and group tables as
 //! one Parquet dataset partitioned by lineage, so a query over many ledgers
 //! and lineages is one SQL statement (tools/analysis/):
 //!

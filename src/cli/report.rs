@@ -1,6 +1,6 @@
 //! The CLI of the report and the publication exports: `report [show]
-//! LINEAGE`, `report registry LINEAGE`, `export --redacted DIR` and
-//! `export --parquet DIR`. Gathers the verified ledger, its head and the
+//! LINEAGE`, `report registry LINEAGE`, `export --redacted -o DIR` and
+//! `export --parquet -o DIR`. Gathers the verified ledger, its head and the
 //! output paths; every number comes from `crate::report`.
 
 use crate::cli::out::{out, outln};
@@ -60,12 +60,16 @@ pub enum Format {
 pub struct ShowArgs {
     /// The lineage (optional when the ledger holds one).
     pub lineage: Option<String>,
-    /// What to print on stdout (without --out).
-    #[arg(long, value_enum, default_value = "md")]
-    pub format: Format,
+    /// What to print on stdout (without --out); default md.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Print one JSON document on stdout: the report's JSON form (as
+    /// `--format json`), or with --out the files written.
+    #[arg(long)]
+    pub json: bool,
     /// Write report.md, report.json and chart.svg into this directory
     /// (created if missing) instead of printing.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
@@ -234,21 +238,35 @@ pub fn run_report(cli: &Cli, a: &ReportArgs, wait: Duration) -> anyhow::Result<E
 }
 
 fn run_show(cli: &Cli, a: &ShowArgs, wait: Duration) -> anyhow::Result<ExitCode> {
+    let format = match (a.json, a.format) {
+        (true, Some(Format::Md)) => {
+            return Err(
+                BadUsage("--json is --format json: it cannot go with --format md".into()).into(),
+            )
+        }
+        (true, _) => Format::Json,
+        (false, format) => format.unwrap_or(Format::Md),
+    };
     let (ledger, state, head) = verified_state(cli, wait)?;
     let lineage = state.lineage(a.lineage.as_deref())?.frozen.lineage.clone();
     let signed = signed_head(&ledger, &state)?;
     let r = report_with_transparency(&state, &lineage, head, signed.as_ref())?;
     match &a.out {
-        None => match a.format {
+        None => match format {
             Format::Md => out!("{}", report::render_markdown(&r))?,
             Format::Json => print_json(&serde_json::to_value(&r)?)?,
         },
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+            let mut files = Vec::new();
             for (name, bytes) in report_files(&r)? {
                 write_file(&dir.join(name), &bytes)?;
-                outln!("{}", dir.join(name).display())?;
+                files.push(dir.join(name).display().to_string());
+            }
+            match a.json {
+                true => print_json(&serde_json::json!({ "files": files }))?,
+                false => outln!("{}", files.join("\n"))?,
             }
             eprintln!(
                 "report of {} at head seq {}: {}",

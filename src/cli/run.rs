@@ -170,6 +170,7 @@ fn aws_recorded() -> anyhow::Result<bool> {
 /// ends the process at once with exit 130, leaving them `started`, as a
 /// kill would (a rerun continues, CASE-4).
 fn interrupts() -> anyhow::Result<Arc<AtomicBool>> {
+    crate::cli::interrupt::verb_cleans_up();
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&flag))

@@ -1,4 +1,4 @@
-//! `export --tiles DIR` and `verify --tiles DIR|URL` (TRUST-8): the ledger
+//! `export --tiles -o DIR` and `verify --tiles DIR|URL` (TRUST-8): the ledger
 //! as C2SP tlog-tiles (`log::tiles`), written from the latest signed
 //! checkpoint and read back against a trusted key.
 
@@ -20,7 +20,7 @@ use crate::log::tlog::note::NOTE_BYTES_MAX;
 use crate::log::tlog::{Checkpoint, SignedNote, VerifierKey};
 use crate::schema::events::{Event, SignOffRole};
 
-/// `export --tiles DIR [--key FILE]`: with `--key`, a checkpoint of every
+/// `export --tiles -o DIR [--key FILE]`: with `--key`, a checkpoint of every
 /// record is signed and appended first (as `checkpoint sign`); the tiles
 /// cover the latest signed checkpoint. A ledger without one, and no
 /// `--key`, is refused (exit 2): C2SP has a public log's checkpoint carry

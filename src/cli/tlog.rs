@@ -161,6 +161,10 @@ pub struct InclusionArgs {
     /// TRUST-8).
     #[arg(long, value_enum, default_value = "json")]
     pub format: ProofFormat,
+    /// The proof as one JSON document (`--format json`, the default);
+    /// refused with `--format tlog-proof`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The text form of an inclusion proof.
@@ -186,6 +190,10 @@ pub struct ConsistencyArgs {
     /// Write the proof to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// The proof as one JSON document: it is JSON either way (SPEC 11.6);
+    /// accepted as on every verb that prints data.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `key generate`.
@@ -578,6 +586,14 @@ fn check_origin(ledger: &Ledger, cp: &Checkpoint) -> anyhow::Result<()> {
 
 /// `prove inclusion | consistency`.
 pub(crate) fn run_prove(cli: &Cli, cmd: &ProveCommand, wait: Duration) -> anyhow::Result<ExitCode> {
+    if let ProveCommand::Inclusion(a) = cmd {
+        if a.json && a.format != ProofFormat::Json {
+            return Err(BadUsage(
+                "--json prints the proof as JSON: it cannot go with --format tlog-proof".into(),
+            )
+            .into());
+        }
+    }
     let ledger = crate::cli::common::open_reading(&cli.ledger, wait)?;
     match cmd {
         ProveCommand::Inclusion(a) => {

@@ -1,5 +1,5 @@
 //! The ledger as C2SP `tlog-tiles` (TRUST-8; SPEC section 11.11): written
-//! by `export --tiles DIR`, read back by `verify --tiles DIR|URL`.
+//! by `export --tiles -o DIR`, read back by `verify --tiles DIR|URL`.
 //!
 //! Layout under the prefix:
 //!

@@ -4,7 +4,7 @@
 # export its Parquet dataset and the JSON report of each of its lineages,
 # and check that the SQL of tools/analysis/sql/ gives the same pass rates,
 # costs per group, cost deltas and lifecycle rows to the micro-dollar. Then
-# two ledgers appended into one dataset (`export --parquet DIR --append`)
+# two ledgers appended into one dataset (`export --parquet -o DIR --append`)
 # are checked in one pass, and the README's one-line query runs over it.
 # Exits non-zero on any disagreement.
 #
@@ -31,7 +31,7 @@ export_ledger() {
   local ledger="$work/$name/ledger"
   mkdir -p "$work/$name/reports"
   "$BIN" --ledger "$ledger" import --jsonl "replay-tests/ledgers/$name.jsonl" >/dev/null
-  "$BIN" --ledger "$ledger" export --parquet "$dataset" 2>/dev/null >/dev/null
+  "$BIN" --ledger "$ledger" export --parquet -o "$dataset" 2>/dev/null >/dev/null
   for lineage in $(lineages_of "$ledger"); do
     "$BIN" --ledger "$ledger" report show "$lineage" --format json > "$work/$name/reports/$lineage.json"
   done
@@ -47,11 +47,11 @@ done
 
 echo "== two ledgers appended into one dataset, checked in one pass =="
 multi="$work/multi-lineage"
-"$BIN" --ledger "$work/short13-accepted/ledger" export --parquet "$multi" 2>/dev/null >/dev/null
-if "$BIN" --ledger "$work/short13-accepted/ledger" export --parquet "$multi" --append >/dev/null 2>&1; then
+"$BIN" --ledger "$work/short13-accepted/ledger" export --parquet -o "$multi" 2>/dev/null >/dev/null
+if "$BIN" --ledger "$work/short13-accepted/ledger" export --parquet -o "$multi" --append >/dev/null 2>&1; then
   echo "FAIL: a lineage already in the dataset was appended a second time"; status=1
 fi
-"$BIN" --ledger "$work/replicated-accepted/ledger" export --parquet "$multi" --append 2>/dev/null >/dev/null
+"$BIN" --ledger "$work/replicated-accepted/ledger" export --parquet -o "$multi" --append 2>/dev/null >/dev/null
 "$PY" tools/analysis/check_report.py "$multi" \
   "$work/short13-accepted/reports/"*.json "$work/replicated-accepted/reports/"*.json || status=1
 echo "== the check fails on a report one micro-dollar off =="

@@ -4,7 +4,7 @@ with the report's JSON form to the micro-dollar.
 
     python check_report.py DATASET_DIR REPORT_JSON [REPORT_JSON ...]
 
-DATASET_DIR is what `benchledger export --parquet DIR [--append]` wrote
+DATASET_DIR is what `benchledger export --parquet -o DIR [--append]` wrote
 (DIR/<table>/lineage_key=lineage-<label>/*.parquet, the lineage a string
 column of every file); each REPORT_JSON is `benchledger
 report show LINEAGE --format json` of a lineage in it. Checked: every

@@ -691,7 +691,7 @@ fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
         let export = spawn_timed(
             &opts.bin,
             &[
-                "--ledger", &ledger, "export", "--tiles", &out_arg, "--key", &key_arg,
+                "--ledger", &ledger, "export", "--tiles", "-o", &out_arg, "--key", &key_arg,
             ],
         );
         let read_back = spawn_timed(

@@ -34,7 +34,7 @@ BIN="${CARGO_TARGET_DIR:-target}/debug/benchledger"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$BIN" --ledger "$work/ledger" import --jsonl replay-tests/ledgers/partition-names.jsonl >/dev/null
-"$BIN" --ledger "$work/ledger" export --parquet "$work/dataset" 2>/dev/null >/dev/null
+"$BIN" --ledger "$work/ledger" export --parquet -o "$work/dataset" 2>/dev/null >/dev/null
 
 echo "== the shared SQL on DuckDB and on Spark (local mode), lineages 001, 1 and 2026-07-10 =="
 # Spark's JVM is a child of Python: timeout ends the whole process group.
