@@ -31,14 +31,7 @@ fn run_stdin(h: &Harness, args: &[&str], input: Vec<u8>) -> Run {
 /// The recorded accepted lineage, a signed checkpoint `cp.note` of it and
 /// alice's verifier key: (note path, verifier key).
 fn accepted(h: &Harness) -> (String, String) {
-    let export = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/replay-tests/ledgers/short13-accepted.jsonl"
-    );
-    h.ok(&["import", "--jsonl", export]);
-    let alice = h.example_key("alice");
-    let note = h.path("cp.note").display().to_string();
-    h.ok(&["checkpoint", "sign", "--key", &alice, "-o", &note]);
+    let note = super::docs::accepted_with_checkpoint(h);
     let vkey = benchledger::testkit::examples::signer("alice")
         .verifier()
         .encode();

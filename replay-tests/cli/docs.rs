@@ -411,7 +411,7 @@ fn every_verb_that_prints_data_takes_json() {
 
 /// The recorded accepted lineage imported, and a checkpoint of it signed
 /// into `cp.note`; returns the note's path.
-fn accepted_with_checkpoint(h: &Harness) -> String {
+pub(super) fn accepted_with_checkpoint(h: &Harness) -> String {
     let export = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/replay-tests/ledgers/short13-accepted.jsonl"
