@@ -20,9 +20,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::run::{
-    audit_clean, kill_delay, killed_after, ready, records, run_cmd, run_once, starts,
-};
+#[cfg(not(feature = "aws"))]
+use super::run::{audit_clean, ready, run_cmd, run_once};
+use super::run::{kill_delay, killed_after, records, starts};
 use super::Harness;
 
 /// Processes appending and reading beside `run`.
@@ -103,6 +103,7 @@ pub(super) fn verdict(h: &Harness) -> (String, Vec<(String, bool)>) {
     (status, rows)
 }
 
+#[cfg(not(feature = "aws"))]
 /// `run` until it ends on its own (the cleanup audit an `aws` build
 /// records is appended when it asks for it), then sealed; returns the last
 /// exit code (0 when sealed accepted, 1 otherwise).
@@ -115,6 +116,7 @@ fn run_to_seal(h: &Harness, url: &str) -> i32 {
     r.code
 }
 
+#[cfg(not(feature = "aws"))]
 /// One ledger: `run` killed at random points under load, then sealed.
 /// Returns the kills and the verdict.
 fn chaos_round(seed: &mut u64, kills_left: usize) -> Round {

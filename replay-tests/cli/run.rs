@@ -10,7 +10,9 @@
 
 use super::{Harness, Run, PRIVATE};
 use benchledger::log::ledger::{Draft, Ledger};
-use benchledger::schema::events::{CleanupAudited, Event, GroupRef, MonitorSampled, Status};
+use benchledger::schema::events::Event;
+#[cfg(not(feature = "aws"))]
+use benchledger::schema::events::{CleanupAudited, GroupRef, MonitorSampled, Status};
 use benchledger::testkit::examples::replace_line;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -122,12 +124,14 @@ pub(super) fn append(h: &Harness, events: Vec<Event>) {
         .unwrap();
 }
 
+#[cfg(not(feature = "aws"))]
 /// A frozen lineage with canary-1 opened, the AWS observations recorded
 /// and a result waiting in the stash for every identity.
 pub(super) fn ready(cases: u32, concurrency: u32) -> (Harness, String) {
     ready_with(cases, concurrency, PRIVATE, true)
 }
 
+#[cfg(not(feature = "aws"))]
 /// As `ready`, frozen with `private`; the AWS observations appended only
 /// when `record_aws` (a build without `aws`).
 fn ready_with(cases: u32, concurrency: u32, private: &str, record_aws: bool) -> (Harness, String) {
@@ -328,6 +332,7 @@ pub(super) fn run_cmd(h: &Harness, url: &str, extra: &[&str]) -> std::process::C
     c
 }
 
+#[cfg(not(feature = "aws"))]
 /// `run canary-1` once, to its exit.
 pub(super) fn run_once(h: &Harness, url: &str, extra: &[&str]) -> Run {
     run_cmd(h, url, extra).output().unwrap().into()
@@ -342,6 +347,7 @@ pub(super) fn records(h: &Harness, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+#[cfg(not(feature = "aws"))]
 /// What an `aws` build records: a monitor sample while the cases ran (one
 /// sandbox) and, after the close, the cleanup audit: nothing left.
 pub(super) fn audit_clean(h: &Harness) {
@@ -455,6 +461,7 @@ fn run_takes_a_group_from_its_gates_to_a_sealed_verdict() {
     assert_eq!(again["next"]["step"], "done");
 }
 
+#[cfg(not(feature = "aws"))]
 /// A canary whose one request is still `pending` after the close, with
 /// stand-ins for BitRouter's `reconcile-metering` (counts its attempts) and
 /// `metering-usage` (the row carries its authoritative receipt once
@@ -509,6 +516,7 @@ pub(super) fn polling(settles_after: u32, attempts: u32, grace_sec: u32) -> (Har
     (h, daemon())
 }
 
+#[cfg(not(feature = "aws"))]
 fn reconcile_attempts(h: &Harness) -> usize {
     records(h, "artifact_recorded.v1")
         .iter()
@@ -516,6 +524,7 @@ fn reconcile_attempts(h: &Harness) -> usize {
         .count()
 }
 
+#[cfg(not(feature = "aws"))]
 /// `run` until it seals (the cleanup audit an `aws` build records is
 /// appended when it asks for it); the last run's outcome.
 fn run_until_sealed(h: &Harness, url: &str) -> Run {
@@ -898,6 +907,7 @@ pub(super) fn kill_after(mut child: Child, after: Duration) -> Option<i32> {
     None
 }
 
+#[cfg(not(feature = "aws"))]
 /// What one kill round ended with.
 struct KillRound {
     kills: usize,
@@ -906,6 +916,7 @@ struct KillRound {
     invalidated: usize,
 }
 
+#[cfg(not(feature = "aws"))]
 /// One ledger of 4 cases under concurrency 2, `run` SIGKILLed at pseudo-
 /// random points until it ends on its own; then sealed.
 fn kill_round(seed: &mut u64) -> KillRound {
