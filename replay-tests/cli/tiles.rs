@@ -406,3 +406,47 @@ fn export_tiles_with_a_key_announces_its_one_append_once() {
     );
     assert!(!r.stdout.contains("appended"), "{}", r.stdout);
 }
+
+#[test]
+fn verify_tiles_remembers_the_largest_checkpoint_and_refuses_a_rollback() {
+    // rule TRUST-7 over a published tiles log: the auditor's memory is the
+    // same as for `verify --against`.
+    let h = ledger_of(300);
+    export(&h, "old");
+    h.ok(&["note", "more"]);
+    h.ok(&["note", "and more"]);
+    export(&h, "new");
+    let state = std::fs::read(h.auditor_state()).ok();
+    assert!(
+        state.is_none(),
+        "TRUST-7: nothing remembered before a verify"
+    );
+    let first = verify(&h, &h.path("old"));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(doc["auditor"]["judgement"], "first", "TRUST-7: {doc}");
+    assert_eq!(doc["auditor_state"]["updated"], true, "TRUST-7: {doc}");
+    let newer = verify(&h, &h.path("new"));
+    assert_eq!(newer.code, 0, "{}", newer.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&newer.stdout).unwrap();
+    assert_eq!(
+        doc["auditor"]["judgement"], "extends",
+        "TRUST-7: a larger checkpoint extends the remembered one by a proof from the tiles' records: {doc}"
+    );
+    let remembered = std::fs::read(h.auditor_state()).unwrap();
+    let back = verify(&h, &h.path("old"));
+    assert_eq!(back.code, 1, "TRUST-7: a rollback exits 1: {}", back.stderr);
+    assert!(back.stderr.contains("rollback"), "TRUST-7: {}", back.stderr);
+    assert_eq!(
+        std::fs::read(h.auditor_state()).unwrap(),
+        remembered,
+        "TRUST-7: a refused checkpoint leaves the memory as it was"
+    );
+    let text = h
+        .ok(&["verify", "--tiles", "new", "--vkey", "@op.vkey"])
+        .stdout;
+    assert!(
+        text.contains("auditor (TRUST-7): the checkpoint remembered"),
+        "{text}"
+    );
+}

@@ -78,6 +78,12 @@ impl Memory {
         &self.path
     }
 
+    /// Whether judging `checkpoint` needs a consistency proof from the
+    /// size remembered for its origin (a larger checkpoint than that one).
+    pub(crate) fn needs_proof(&self, checkpoint: &Checkpoint) -> bool {
+        proof_needed(self.state.get(checkpoint.origin()), checkpoint.size()).is_some()
+    }
+
     /// Judges a checkpoint this verb accepted (its signature verified, and
     /// `nodes`, the ledger's tree, holds its root at its size) against the
     /// one remembered for its origin.

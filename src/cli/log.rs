@@ -67,8 +67,8 @@ pub struct VerifyArgs {
     /// Exit 1 naming the first file that does not hold.
     #[arg(long, value_name = "DIR|URL", conflicts_with = "against")]
     pub tiles: Option<String>,
-    /// With --against: the auditor's state file (TRUST-7), the largest
-    /// checkpoint accepted per origin. Default
+    /// With --against or --tiles: the auditor's state file (TRUST-7), the
+    /// largest checkpoint accepted per origin. Default
     /// `$XDG_CONFIG_HOME/benchledger/auditor-state.json` (else
     /// `~/.config/benchledger/auditor-state.json`).
     #[arg(long, value_name = "FILE", env = crate::cli::auditor::STATE_ENV)]
@@ -252,7 +252,13 @@ pub(crate) fn run_init(cli: &Cli, a: &JsonFlag, wait: Duration) -> anyhow::Resul
 /// `--against` note).
 pub(crate) fn run_verify(cli: &Cli, a: &VerifyArgs, wait: Duration) -> anyhow::Result<ExitCode> {
     if let Some(tiles) = &a.tiles {
-        return crate::cli::tiles::run_verify_tiles(tiles, &a.vkey, a.json);
+        return crate::cli::tiles::run_verify_tiles(
+            tiles,
+            &a.vkey,
+            a.state.as_deref(),
+            wait,
+            a.json,
+        );
     }
     match verify_ledger(cli, a, wait) {
         // Damage the store itself reports (it cannot be opened or read) is

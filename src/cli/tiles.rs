@@ -15,9 +15,11 @@ use crate::cli::Cli;
 use crate::error::Error;
 use crate::gates::http::{exchange_limited, parse_http_url, HttpUrl, Method};
 use crate::limits::TILES_FETCH_MS_MAX;
+use crate::log::chain::Verified;
 use crate::log::tiles::{read_tiles, DirSource, TileSource, CHECKPOINT_PATH};
+use crate::log::tlog::merkle::MemoryNodes;
 use crate::log::tlog::note::NOTE_BYTES_MAX;
-use crate::log::tlog::{Checkpoint, SignedNote, VerifierKey};
+use crate::log::tlog::{record_leaf_hash, Checkpoint, SignedNote, VerifierKey};
 use crate::schema::events::{Event, SignOffRole};
 
 /// `export --tiles -o DIR [--key FILE]`: with `--key`, a checkpoint of every
@@ -144,30 +146,42 @@ fn source_of(arg: &str) -> anyhow::Result<Box<dyn TileSource>> {
     }))
 }
 
-/// What the walk of the records gathered: the origin of the genesis record
-/// and the operator keys the frozen manifests list.
+/// What the walk of the records gathered: the origin of the genesis record,
+/// the operator keys the frozen manifests list and, when the auditor's
+/// memory needs a consistency proof (TRUST-7), the tree of the records.
 #[derive(Default)]
 struct Gathered {
     origin: Option<String>,
     operators: Vec<VerifierKey>,
+    nodes: Option<MemoryNodes>,
 }
 
-/// `verify --tiles DIR|URL [--vkey K]`: the checkpoint, the tiles and
-/// bundles top down against its root, every record through the chain
-/// walker, then the checkpoint's signature by `--vkey` or else by an
-/// operator key a frozen manifest in those records lists, and its origin
-/// against the genesis record. Exit 1 naming the first file that does not
-/// hold.
-pub(crate) fn run_verify_tiles(
-    arg: &str,
-    vkeys: &[String],
-    json_out: bool,
-) -> anyhow::Result<ExitCode> {
-    let trusted = vkeys
-        .iter()
-        .map(|k| parse_vkey(k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut src = source_of(arg)?;
+impl Gathered {
+    fn see(&mut self, v: &Verified) -> crate::error::Result<()> {
+        if let Some(nodes) = &mut self.nodes {
+            nodes
+                .append_leaf_hash(record_leaf_hash(v.decoded.record.seq, &v.hash))
+                .map_err(|e| Error::Damage(format!("the tree of the tiles' records: {e}")))?;
+        }
+        match &v.decoded.event {
+            Event::LedgerCreated(g) => {
+                self.origin = Some(crate::log::tree::origin_of(&g.ledger_id));
+            }
+            Event::ManifestFrozenV2(m) => {
+                for k in crate::method::trust::role_keys(&m.plan, SignOffRole::Operator) {
+                    if !self.operators.contains(&k) {
+                        self.operators.push(k);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The log's checkpoint file: its note text and the checkpoint it signs.
+fn read_checkpoint(src: &mut dyn TileSource) -> anyhow::Result<(String, Checkpoint)> {
     let bytes = src.fetch(CHECKPOINT_PATH, NOTE_BYTES_MAX as u64)?;
     let note = String::from_utf8(bytes)
         .map_err(|_| Error::Damage(format!("{}/{CHECKPOINT_PATH}: not UTF-8", src.prefix())))?;
@@ -175,23 +189,37 @@ pub(crate) fn run_verify_tiles(
         .map_err(|e| Error::Damage(format!("{}/{CHECKPOINT_PATH}: {e}", src.prefix())))?;
     let cp = Checkpoint::parse(parsed.text())
         .map_err(|e| Error::Damage(format!("{}/{CHECKPOINT_PATH}: {e}", src.prefix())))?;
-    let mut seen = Gathered::default();
-    let read = read_tiles(src.as_mut(), &cp, &mut |v| {
-        match &v.decoded.event {
-            Event::LedgerCreated(g) => {
-                seen.origin = Some(crate::log::tree::origin_of(&g.ledger_id));
-            }
-            Event::ManifestFrozenV2(m) => {
-                for k in crate::method::trust::role_keys(&m.plan, SignOffRole::Operator) {
-                    if !seen.operators.contains(&k) {
-                        seen.operators.push(k);
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    })?;
+    Ok((note, cp))
+}
+
+/// `verify --tiles DIR|URL [--vkey K] [--state FILE]`: the checkpoint, the
+/// tiles and bundles top down against its root, every record through the
+/// chain walker, then the checkpoint's signature by `--vkey` or else by an
+/// operator key a frozen manifest in those records lists, and its origin
+/// against the genesis record; then the auditor's memory (TRUST-7): the
+/// checkpoint must be the one remembered for its origin or extend it (the
+/// consistency proof computed from the records read), and is remembered
+/// once everything held. Exit 1 naming the first file that does not hold,
+/// or the rollback or fork.
+pub(crate) fn run_verify_tiles(
+    arg: &str,
+    vkeys: &[String],
+    state: Option<&Path>,
+    wait: Duration,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let trusted = vkeys
+        .iter()
+        .map(|k| parse_vkey(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut src = source_of(arg)?;
+    let (note, cp) = read_checkpoint(src.as_mut())?;
+    let memory = crate::cli::auditor::Memory::open(state, wait)?;
+    let mut seen = Gathered {
+        nodes: memory.needs_proof(&cp).then(MemoryNodes::new),
+        ..Gathered::default()
+    };
+    let read = read_tiles(src.as_mut(), &cp, &mut |v| seen.see(v))?;
     let keys = if trusted.is_empty() {
         seen.operators.clone()
     } else {
@@ -206,6 +234,12 @@ pub(crate) fn run_verify_tiles(
     let origin = seen.origin.clone().unwrap_or_default();
     let v = open_checkpoint(&note, &keys, &[], &origin)
         .map_err(|e| Error::NotHeld(format!("{}/{CHECKPOINT_PATH}: {e:#}", src.prefix())))?;
+    let judged = memory.judge(&seen.nodes.unwrap_or_default(), &cp, &note)?;
+    if let Some(refusal) = judged.refusal() {
+        return Err(Error::NotHeld(format!("{}: {refusal}", src.prefix())).into());
+    }
+    let file = memory.path().to_path_buf();
+    let written = memory.commit(&[&judged])?;
     let (who, unchecked) = (signed_by(&v), not_checked(&v));
     if json_out {
         print_json(&json!({
@@ -219,18 +253,22 @@ pub(crate) fn run_verify_tiles(
             "signed_by": who,
             "keys": if vkeys.is_empty() { "frozen operator keys" } else { "--vkey" },
             "not_checked": unchecked,
+            "auditor": judged.json(),
+            "auditor_state": { "file": file.display().to_string(), "updated": written },
         }))?;
-    } else {
-        outln!(
-            "ok: {} size {} root {} signed by {}; {} records in {} files re-checked: every tile, entry bundle and record holds, and the chain links{}",
-            cp.origin(),
-            cp.size(),
-            hex::encode(cp.root()),
-            who.join(", "),
-            read.records,
-            read.files + 1,
-            not_checked_text(&unchecked)
-        )?;
+        return Ok(ExitCode::SUCCESS);
     }
+    outln!(
+        "ok: {} size {} root {} signed by {}; {} records in {} files re-checked: every tile, entry bundle and record holds, and the chain links{}",
+        cp.origin(),
+        cp.size(),
+        hex::encode(cp.root()),
+        who.join(", "),
+        read.records,
+        read.files + 1,
+        not_checked_text(&unchecked)
+    )?;
+    outln!("{}", judged.line())?;
+    outln!("{}", crate::cli::auditor::committed_line(&file, written))?;
     Ok(ExitCode::SUCCESS)
 }

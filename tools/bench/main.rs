@@ -694,10 +694,16 @@ fn section_tiles(opts: &Opts, ledgers: &[Generated]) -> Value {
                 "--ledger", &ledger, "export", "--tiles", "-o", &out_arg, "--key", &key_arg,
             ],
         );
+        // A fresh auditor memory per row (TRUST-7): the scales' ledgers may
+        // share an origin, and a smaller one after a larger is a rollback.
+        let state = opts.work.join("tiles-auditor-state.json");
+        let _ = std::fs::remove_file(&state);
+        let state_arg = state.display().to_string();
         let read_back = spawn_timed(
             &opts.bin,
             &[
-                "--ledger", &ledger, "verify", "--tiles", &out_arg, "--vkey", &vkey,
+                "--ledger", &ledger, "verify", "--tiles", &out_arg, "--vkey", &vkey, "--state",
+                &state_arg,
             ],
         );
         let bytes = util::du_bytes(&out);
