@@ -319,3 +319,53 @@ fn every_append_is_announced_once_and_not_with_quiet() {
         assert!(log.len() >= appending.len());
     }
 }
+
+#[test]
+fn ctrl_c_while_stdin_is_spooled_removes_the_spool_and_exits_130() {
+    use std::time::{Duration, Instant};
+    let h = Harness::new();
+    let tmp = h.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = h
+        .cmd()
+        .env("TMPDIR", &tmp)
+        .args(["ingest", "traces", "r1", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Some bytes, and stdin left open: the verb is spooling.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"partial\": ").unwrap();
+    stdin.flush().unwrap();
+    let spooled = |tmp: &std::path::Path| std::fs::read_dir(tmp).unwrap().count();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while spooled(&tmp) == 0 && Instant::now() < deadline {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the verb ended before spooling"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(spooled(&tmp), 1, "the spool file appears in TMPDIR");
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("the spooled stdin was removed"), "{stderr}");
+    assert_eq!(spooled(&tmp), 0, "Ctrl-C leaves no spool behind");
+}

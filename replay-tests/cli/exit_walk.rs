@@ -1133,7 +1133,10 @@ fn sigint(pid: u32) {
 /// Runs `args` with the writer lock held by this test, waits until the
 /// verb has the lock file open (it waits for the lock), sends two SIGINT
 /// and returns its exit code and stderr, or what went wrong.
-fn interrupted_at_the_lock(w: &World, args: &[String]) -> Result<(Option<i32>, String), String> {
+fn interrupted_at_the_lock(
+    w: &World,
+    args: &[String],
+) -> Result<(Option<i32>, String, bool), String> {
     let lock_file = w.h.ledger().join("benchledger.lock");
     let held = Ledger::open(&w.h.ledger(), Duration::from_secs(30)).unwrap();
     let mut child =
@@ -1159,9 +1162,20 @@ fn interrupted_at_the_lock(w: &World, args: &[String]) -> Result<(Option<i32>, S
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    // One SIGINT: a verb with nothing to undo ends at once. A verb that
+    // took the signals over (TAKES_SIGNALS) cleans up at the first and
+    // ends at the second.
+    let mut second = false;
     if waiting.is_ok() {
         sigint(pid);
-        sigint(pid);
+        let first_deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < first_deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if child.try_wait().unwrap().is_none() {
+            second = true;
+            sigint(pid);
+        }
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
@@ -1174,11 +1188,16 @@ fn interrupted_at_the_lock(w: &World, args: &[String]) -> Result<(Option<i32>, S
     drop(held);
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     waiting.map_err(|why| format!("{why}; stderr: {stderr}"))?;
-    Ok((out.status.code(), stderr))
+    Ok((out.status.code(), stderr, second))
 }
 
+/// The verbs that take the signals over before they wait for the lock
+/// (they have temporary files or children to clean up): only these may
+/// need a second Ctrl-C.
+const TAKES_SIGNALS: &[&str] = &["import", "export", "run"];
+
 #[test]
-fn a_second_ctrl_c_ends_every_verb_waiting_for_the_ledger_with_130() {
+fn ctrl_c_ends_every_verb_waiting_for_the_ledger_with_130() {
     let table = readme_table();
     assert!(nothing_appended(&table, 130).0);
     let mut w = World::new();
@@ -1221,9 +1240,12 @@ fn a_second_ctrl_c_ends_every_verb_waiting_for_the_ledger_with_130() {
         };
         let before = stamp(&w.h);
         match interrupted_at_the_lock(&w, &w.filled(args)) {
-            Ok((Some(130), _)) if stamp(&w.h) == before => held += 1,
-            Ok((Some(130), _)) => failures.push(format!("{verb}: exit 130, but the head moved")),
-            Ok((code, stderr)) => {
+            Ok((Some(130), _, true)) if !TAKES_SIGNALS.contains(&verb.as_str()) => failures.push(
+                format!("{verb}: still running after the first Ctrl-C; it has nothing to undo"),
+            ),
+            Ok((Some(130), _, _)) if stamp(&w.h) == before => held += 1,
+            Ok((Some(130), _, _)) => failures.push(format!("{verb}: exit 130, but the head moved")),
+            Ok((code, stderr, _)) => {
                 failures.push(format!("{verb} {args:?}: exit {code:?}, not 130: {stderr}"))
             }
             Err(why) => failures.push(format!("{verb} {args:?}: {why}")),
@@ -1240,7 +1262,7 @@ fn a_second_ctrl_c_ends_every_verb_waiting_for_the_ledger_with_130() {
     println!("130 walk: {held} verbs held at the lock and interrupted");
     assert!(
         failures.is_empty(),
-        "{} verbs did not end with 130 on a second Ctrl-C at the lock:\n{}",
+        "{} verbs did not end with 130 on Ctrl-C at the lock (the first, or the second for a verb that cleans up):\n{}",
         failures.len(),
         failures.join("\n")
     );

@@ -450,3 +450,28 @@ fn verify_tiles_remembers_the_largest_checkpoint_and_refuses_a_rollback() {
         "{text}"
     );
 }
+
+#[test]
+fn verify_tiles_refuses_a_fork_of_the_remembered_checkpoint() {
+    // rule TRUST-7: two logs of one origin (one ledger id), the same size
+    // and other roots: the second is a fork and the memory keeps the first.
+    let (a, b) = (ledger_of(300), ledger_of(300));
+    a.ok(&["note", "the one history"]);
+    b.ok(&["note", "another history"]);
+    export(&a, "site");
+    export(&b, "site");
+    let first = verify(&a, &a.path("site"));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let remembered = std::fs::read(a.auditor_state()).unwrap();
+    let state = a.auditor_state().display().to_string();
+    let fork = b.run(&[
+        "verify", "--tiles", "site", "--vkey", "@op.vkey", "--state", &state,
+    ]);
+    assert_eq!(fork.code, 1, "TRUST-7: a fork exits 1: {}", fork.stderr);
+    assert!(fork.stderr.contains("fork"), "TRUST-7: {}", fork.stderr);
+    assert_eq!(
+        std::fs::read(a.auditor_state()).unwrap(),
+        remembered,
+        "TRUST-7: a fork leaves the memory as it was"
+    );
+}

@@ -1,8 +1,9 @@
-//! TRUST-7 for `verify --against` and `checkpoint verify`: the auditor's
-//! state file (where it is, its lock, its bounded read and atomic write)
-//! and, for each checkpoint a verb accepted, the facts `method::auditor`
-//! judges: the remembered checkpoint and a consistency proof from it
-//! computed from the ledger being verified. The decision is
+//! TRUST-7 for `verify --against`, `verify --tiles` and `checkpoint
+//! verify`: the auditor's state file (where it is, its lock, its bounded
+//! read and atomic write) and, for each checkpoint a verb accepted, the
+//! facts `method::auditor` judges: the remembered checkpoint and a
+//! consistency proof from it computed from the tree being verified (the
+//! ledger's, or a tiles log's hash tiles). The decision is
 //! `method::auditor::judge`; this gathers and prints.
 
 use std::fs::File;
@@ -78,15 +79,10 @@ impl Memory {
         &self.path
     }
 
-    /// Whether judging `checkpoint` needs a consistency proof from the
-    /// size remembered for its origin (a larger checkpoint than that one).
-    pub(crate) fn needs_proof(&self, checkpoint: &Checkpoint) -> bool {
-        proof_needed(self.state.get(checkpoint.origin()), checkpoint.size()).is_some()
-    }
-
     /// Judges a checkpoint this verb accepted (its signature verified, and
-    /// `nodes`, the ledger's tree, holds its root at its size) against the
-    /// one remembered for its origin.
+    /// `nodes`, the ledger's tree or the tiles', holds its root at its
+    /// size) against the one remembered for its origin. A proof that cannot
+    /// be read from `nodes` (a tile no longer served) does not hold.
     pub(crate) fn judge<S: NodeSource + ?Sized>(
         &self,
         nodes: &S,
@@ -95,9 +91,10 @@ impl Memory {
     ) -> anyhow::Result<Judged> {
         let remembered = self.state.get(checkpoint.origin());
         let proof = match proof_needed(remembered, checkpoint.size()) {
-            Some((old, new)) => {
-                prove_consistency(nodes, old, new).map_err(|e| Error::input(e.to_string()))?
-            }
+            Some((old, new)) => prove_consistency(nodes, old, new).map_err(|e| match e {
+                crate::log::tlog::TlogError::NodeSource(m) => Error::NotHeld(m),
+                other => Error::input(other.to_string()),
+            })?,
             None => Vec::new(),
         };
         let judgement = judge(remembered, checkpoint.size(), checkpoint.root(), &proof);
@@ -183,7 +180,7 @@ impl Judged {
                 self.origin, self.size
             ),
             Judgement::Extends { from } => format!(
-                "auditor (TRUST-7): extends the size-{from} checkpoint remembered for {:?} in {file} (consistency proof from this ledger verified)",
+                "auditor (TRUST-7): extends the size-{from} checkpoint remembered for {:?} in {file} (consistency proof verified)",
                 self.origin
             ),
             Judgement::Rollback { .. } | Judgement::Fork { .. } => {

@@ -229,6 +229,10 @@ impl InputFile {
             path: spool,
             spooled: true,
         };
+        // Ctrl-C while stdin is spooled or the verb reads it: the spool goes
+        // and the verb ends (exit 130); a second signal leaves it to the
+        // next verb that spools stdin.
+        crate::cli::interrupt::remove_on_interrupt(file.path.clone(), "spooled stdin");
         {
             use std::os::unix::fs::OpenOptionsExt;
             let mut f = std::fs::OpenOptions::new()
@@ -399,7 +403,7 @@ pub(crate) fn exit(status: Status) -> ExitCode {
 pub(crate) fn open_reading(dir: &Path, wait: Duration) -> anyhow::Result<Ledger> {
     let ledger = Ledger::open_read(dir, wait, &std::env::temp_dir())?;
     if let Some(copy) = ledger.read_copy() {
-        crate::cli::interrupt::remove_on_interrupt(copy.to_path_buf());
+        crate::cli::interrupt::remove_on_interrupt(copy.to_path_buf(), "private read copy");
     }
     Ok(ledger)
 }

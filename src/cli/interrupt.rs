@@ -1,14 +1,15 @@
 //! Ctrl-C (SIGINT) and SIGTERM. A verb with nothing to undo ends at the
 //! first signal with exit 130 (`install_default`: waiting for the writer
 //! lock, reading `-` from stdin, anywhere). The verbs that write temporary
-//! files (`import`, `export -o`) and `run` take the signals over
+//! files (`import`, `export --jsonl -o`) and `run` take the signals over
 //! (`verb_cleans_up`): the first signal sets a flag that the verb's
 //! reader or writer turns into an error, so the verb removes its temporary
 //! files on the way out (exit 4); a second ends the process at once (exit
 //! 130), and the next run removes what it left (`log::staging`). A read
 //! verb reading a private copy of a ledger it cannot write
-//! (`log::read_copy`) removes the copy on the first signal and ends (exit
-//! 130): it has nothing else to undo.
+//! (`log::read_copy`), or stdin spooled to a file (`common::InputFile`),
+//! removes it on the first signal and ends (exit 130): it has nothing else
+//! to undo.
 
 use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,17 +124,21 @@ impl<T: Write> Write for Interruptible<'_, T> {
 /// How often the watcher of a read copy looks at its flag, in ms.
 const READ_COPY_WATCH_MS: u64 = 50;
 
-/// Removes the read copy `dir` and ends the process (exit 130) on the
-/// first SIGINT or SIGTERM; a second ends it at once (the next read copy
-/// then removes what is left).
-pub(crate) fn remove_on_interrupt(dir: std::path::PathBuf) {
+/// Removes `path` (a private read copy, a directory; or stdin spooled to
+/// a file, `what` naming it) and ends the process (exit 130) on the first
+/// SIGINT or SIGTERM; a second ends it at once (the next verb that makes
+/// one then removes what is left).
+pub(crate) fn remove_on_interrupt(path: std::path::PathBuf, what: &'static str) {
     let Interrupt(flag) = Interrupt::install();
     let watch = std::thread::Builder::new()
-        .name("read-copy-interrupt".into())
+        .name("private-file-interrupt".into())
         .spawn(move || loop {
             if flag.load(Ordering::SeqCst) {
-                let _ = std::fs::remove_dir_all(&dir);
-                eprintln!("benchledger: interrupted; the private read copy was removed");
+                let _ = match path.is_dir() {
+                    true => std::fs::remove_dir_all(&path),
+                    false => std::fs::remove_file(&path),
+                };
+                eprintln!("benchledger: interrupted; the {what} was removed");
                 std::process::exit(130);
             }
             std::thread::sleep(std::time::Duration::from_millis(READ_COPY_WATCH_MS));

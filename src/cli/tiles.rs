@@ -16,10 +16,9 @@ use crate::error::Error;
 use crate::gates::http::{exchange_limited, parse_http_url, HttpUrl, Method};
 use crate::limits::TILES_FETCH_MS_MAX;
 use crate::log::chain::Verified;
-use crate::log::tiles::{read_tiles, DirSource, TileSource, CHECKPOINT_PATH};
-use crate::log::tlog::merkle::MemoryNodes;
+use crate::log::tiles::{read_tiles, DirSource, TileNodes, TileSource, CHECKPOINT_PATH};
 use crate::log::tlog::note::NOTE_BYTES_MAX;
-use crate::log::tlog::{record_leaf_hash, Checkpoint, SignedNote, VerifierKey};
+use crate::log::tlog::{Checkpoint, SignedNote, VerifierKey};
 use crate::schema::events::{Event, SignOffRole};
 
 /// `export --tiles -o DIR [--key FILE]`: with `--key`, a checkpoint of every
@@ -146,23 +145,16 @@ fn source_of(arg: &str) -> anyhow::Result<Box<dyn TileSource>> {
     }))
 }
 
-/// What the walk of the records gathered: the origin of the genesis record,
-/// the operator keys the frozen manifests list and, when the auditor's
-/// memory needs a consistency proof (TRUST-7), the tree of the records.
+/// What the walk of the records gathered: the origin of the genesis record
+/// and the operator keys the frozen manifests list.
 #[derive(Default)]
 struct Gathered {
     origin: Option<String>,
     operators: Vec<VerifierKey>,
-    nodes: Option<MemoryNodes>,
 }
 
 impl Gathered {
     fn see(&mut self, v: &Verified) -> crate::error::Result<()> {
-        if let Some(nodes) = &mut self.nodes {
-            nodes
-                .append_leaf_hash(record_leaf_hash(v.decoded.record.seq, &v.hash))
-                .map_err(|e| Error::Damage(format!("the tree of the tiles' records: {e}")))?;
-        }
         match &v.decoded.event {
             Event::LedgerCreated(g) => {
                 self.origin = Some(crate::log::tree::origin_of(&g.ledger_id));
@@ -198,7 +190,7 @@ fn read_checkpoint(src: &mut dyn TileSource) -> anyhow::Result<(String, Checkpoi
 /// operator key a frozen manifest in those records lists, and its origin
 /// against the genesis record; then the auditor's memory (TRUST-7): the
 /// checkpoint must be the one remembered for its origin or extend it (the
-/// consistency proof computed from the records read), and is remembered
+/// consistency proof computed from the hash tiles), and is remembered
 /// once everything held. Exit 1 naming the first file that does not hold,
 /// or the rollback or fork.
 pub(crate) fn run_verify_tiles(
@@ -215,10 +207,7 @@ pub(crate) fn run_verify_tiles(
     let mut src = source_of(arg)?;
     let (note, cp) = read_checkpoint(src.as_mut())?;
     let memory = crate::cli::auditor::Memory::open(state, wait)?;
-    let mut seen = Gathered {
-        nodes: memory.needs_proof(&cp).then(MemoryNodes::new),
-        ..Gathered::default()
-    };
+    let mut seen = Gathered::default();
     let read = read_tiles(src.as_mut(), &cp, &mut |v| seen.see(v))?;
     let keys = if trusted.is_empty() {
         seen.operators.clone()
@@ -234,7 +223,9 @@ pub(crate) fn run_verify_tiles(
     let origin = seen.origin.clone().unwrap_or_default();
     let v = open_checkpoint(&note, &keys, &[], &origin)
         .map_err(|e| Error::NotHeld(format!("{}/{CHECKPOINT_PATH}: {e:#}", src.prefix())))?;
-    let judged = memory.judge(&seen.nodes.unwrap_or_default(), &cp, &note)?;
+    // The consistency proof from the remembered size, out of the hash
+    // tiles (fetched again: a proof of changed bytes does not verify).
+    let judged = memory.judge(&TileNodes::new(src.as_mut(), cp.size()), &cp, &note)?;
     if let Some(refusal) = judged.refusal() {
         return Err(Error::NotHeld(format!("{}: {refusal}", src.prefix())).into());
     }

@@ -30,13 +30,14 @@ use crate::limits::{TILES_LEAVES_MAX, TILES_RECORD_BUNDLE_BYTES_MAX};
 use crate::log::chain::{link_hash, Verified, Walker};
 use crate::log::ledger::Ledger;
 use crate::log::tlog::leaf::{leaf_data, LEAF_DATA_BYTES};
-use crate::log::tlog::merkle::{leaf_hash, Hash};
+use crate::log::tlog::merkle::{leaf_hash, root_of_leaf_hashes, Hash, NodeSource};
 use crate::log::tlog::note::NOTE_BYTES_MAX;
 use crate::log::tlog::tiles::{
     decode_bundle, edge, edge_root, encode_bundle, full_tile_root, full_tiles, index_path, levels,
     tile_hashes, Tile, TILE_BYTES_MAX, TILE_WIDTH,
 };
 use crate::log::tlog::Checkpoint;
+use crate::log::tlog::TlogError;
 
 /// The checkpoint's path under the prefix.
 pub const CHECKPOINT_PATH: &str = "checkpoint";
@@ -540,5 +541,59 @@ mod tests {
             TILES_RECORD_BUNDLE_BYTES_MAX,
             TILE_WIDTH * (4 + RECORD_BYTES_MAX as u64)
         );
+    }
+}
+
+/// The complete subtrees of a tiles log, read from its hash tiles on
+/// demand (a [`NodeSource`] for the consistency proof TRUST-7 needs): the
+/// subtree at binary level `l` and index `i` is the root of `2^(l mod 8)`
+/// consecutive hashes of the tile level `l / 8`, so at most one tile per
+/// proof node is fetched, and memory stays a few tiles whatever the size.
+/// A tile fetched again is not trusted for being fetched before: a proof
+/// built from bytes that changed does not verify against the roots.
+pub struct TileNodes<'a> {
+    src: std::cell::RefCell<&'a mut dyn TileSource>,
+    size: u64,
+}
+
+impl<'a> TileNodes<'a> {
+    /// The subtrees of the `size`-leaf log `src` serves.
+    pub fn new(src: &'a mut dyn TileSource, size: u64) -> Self {
+        TileNodes {
+            src: std::cell::RefCell::new(src),
+            size,
+        }
+    }
+}
+
+impl NodeSource for TileNodes<'_> {
+    fn leaf_count(&self) -> std::result::Result<u64, TlogError> {
+        Ok(self.size)
+    }
+
+    fn subtree(&self, level: u8, index: u64) -> std::result::Result<Option<Hash>, TlogError> {
+        let (tile_level, within) = (level / 8, u32::from(level % 8));
+        let entries_at_level = self
+            .size
+            .checked_shr(8 * u32::from(tile_level))
+            .unwrap_or(0);
+        let (first, count) = (index << within, 1u64 << within);
+        if first.saturating_add(count) > entries_at_level {
+            return Ok(None);
+        }
+        let tile_index = first / TILE_WIDTH;
+        let tile = Tile {
+            level: tile_level,
+            index: tile_index,
+            width: (entries_at_level - tile_index * TILE_WIDTH).min(TILE_WIDTH),
+        };
+        let mut files = 0;
+        let mut src = self.src.borrow_mut();
+        let hashes = read_tile(&mut **src, &tile, &mut files)
+            .map_err(|e| TlogError::NodeSource(e.to_string()))?;
+        let at = usize::try_from(first % TILE_WIDTH).expect("within a tile");
+        let run = usize::try_from(count).expect("at most a tile");
+        assert!(at + run <= hashes.len(), "a subtree lies within its tile");
+        Ok(Some(root_of_leaf_hashes(&hashes[at..at + run])))
     }
 }
