@@ -505,45 +505,6 @@ impl<'a> RecordWalk<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct Empty;
-
-    impl TileSource for Empty {
-        fn prefix(&self) -> String {
-            "empty".into()
-        }
-        fn fetch(&mut self, path: &str, _max: u64) -> Result<Vec<u8>> {
-            Err(Error::NotHeld(format!("{path} is missing")))
-        }
-    }
-
-    /// `TILES_LEAVES_MAX`: a checkpoint at the bound is read (here: its
-    /// first tile is missing), one past it is refused before any read.
-    #[test]
-    fn the_tree_size_bound_holds_at_and_past_it() {
-        // rule TRUST-8
-        let at = Checkpoint::new("o", TILES_LEAVES_MAX, [0; 32]).unwrap();
-        let e = read_tiles(&mut Empty, &at, &mut |_| Ok(())).unwrap_err();
-        assert!(matches!(e, Error::NotHeld(_)), "TRUST-8: {e}");
-        let past = Checkpoint::new("o", TILES_LEAVES_MAX + 1, [0; 32]).unwrap();
-        let e = read_tiles(&mut Empty, &past, &mut |_| Ok(())).unwrap_err();
-        assert!(matches!(e, Error::Input(_)), "TRUST-8: {e}");
-        assert!(e.to_string().contains("more than"), "{e}");
-    }
-
-    #[test]
-    fn the_record_bundle_bound_holds_256_records_of_the_largest_size() {
-        use crate::limits::RECORD_BYTES_MAX;
-        assert_eq!(
-            TILES_RECORD_BUNDLE_BYTES_MAX,
-            TILE_WIDTH * (4 + RECORD_BYTES_MAX as u64)
-        );
-    }
-}
-
 /// The complete subtrees of a tiles log, read from its hash tiles on
 /// demand (a [`NodeSource`] for the consistency proof TRUST-7 needs): the
 /// subtree at binary level `l` and index `i` is the root of `2^(l mod 8)`
@@ -595,5 +556,109 @@ impl NodeSource for TileNodes<'_> {
         let run = usize::try_from(count).expect("at most a tile");
         assert!(at + run <= hashes.len(), "a subtree lies within its tile");
         Ok(Some(root_of_leaf_hashes(&hashes[at..at + run])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Empty;
+
+    impl TileSource for Empty {
+        fn prefix(&self) -> String {
+            "empty".into()
+        }
+        fn fetch(&mut self, path: &str, _max: u64) -> Result<Vec<u8>> {
+            Err(Error::NotHeld(format!("{path} is missing")))
+        }
+    }
+
+    /// Hash tiles made from an in-memory tree: tile (L, N, W) holds the
+    /// level-8L subtrees N*256 .. N*256+W.
+    struct FromTree(crate::log::tlog::merkle::MemoryNodes, u64);
+
+    impl TileSource for FromTree {
+        fn prefix(&self) -> String {
+            "tree".into()
+        }
+        fn fetch(&mut self, path: &str, _max: u64) -> Result<Vec<u8>> {
+            self.1 += 1;
+            // tile/<L>/<N as x001/x234/067>[.p/<W>]
+            let rest = path.strip_prefix("tile/").unwrap();
+            let (level, rest) = rest.split_once('/').unwrap();
+            let level: u8 = level.parse().unwrap();
+            let (index, width) = match rest.split_once(".p/") {
+                Some((i, w)) => (i, w.parse().unwrap()),
+                None => (rest, TILE_WIDTH),
+            };
+            let index: u64 = index.replace(['x', '/'], "").parse().unwrap();
+            let mut out = Vec::new();
+            for k in 0..width {
+                let h = self
+                    .0
+                    .subtree(8 * level, index * TILE_WIDTH + k)
+                    .unwrap()
+                    .unwrap();
+                out.extend_from_slice(&h);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn tile_nodes_give_every_complete_subtree_the_tree_has() {
+        // rule TRUST-7: the consistency proof of `verify --tiles` is read from
+        // the hash tiles; each node must be the tree's own.
+        let size: u64 = 65_536 + 300;
+        let leaves = (0..size).map(|i| leaf_hash(&i.to_be_bytes()));
+        let tree = crate::log::tlog::merkle::MemoryNodes::from_leaf_hashes(leaves).unwrap();
+        let mut src = FromTree(tree.clone(), 0);
+        let nodes = TileNodes::new(&mut src, size);
+        assert_eq!(nodes.leaf_count().unwrap(), size);
+        let mut compared = 0;
+        for level in 0..=17u8 {
+            let complete = size >> level;
+            let picks = [
+                0,
+                1,
+                complete / 2,
+                complete.saturating_sub(1),
+                complete,
+                complete + 1,
+            ];
+            for index in picks {
+                let want = tree.subtree(level, index).unwrap();
+                let got = nodes.subtree(level, index).unwrap();
+                assert_eq!(got, want, "TRUST-7: subtree at level {level} index {index}");
+                compared += usize::from(want.is_some());
+            }
+        }
+        assert!(compared > 60, "{compared} complete subtrees compared");
+        drop(nodes);
+        assert!(src.1 > 0, "tiles were read");
+    }
+
+    /// `TILES_LEAVES_MAX`: a checkpoint at the bound is read (here: its
+    /// first tile is missing), one past it is refused before any read.
+    #[test]
+    fn the_tree_size_bound_holds_at_and_past_it() {
+        // rule TRUST-8
+        let at = Checkpoint::new("o", TILES_LEAVES_MAX, [0; 32]).unwrap();
+        let e = read_tiles(&mut Empty, &at, &mut |_| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::NotHeld(_)), "TRUST-8: {e}");
+        let past = Checkpoint::new("o", TILES_LEAVES_MAX + 1, [0; 32]).unwrap();
+        let e = read_tiles(&mut Empty, &past, &mut |_| Ok(())).unwrap_err();
+        assert!(matches!(e, Error::Input(_)), "TRUST-8: {e}");
+        assert!(e.to_string().contains("more than"), "{e}");
+    }
+
+    #[test]
+    fn the_record_bundle_bound_holds_256_records_of_the_largest_size() {
+        use crate::limits::RECORD_BYTES_MAX;
+        assert_eq!(
+            TILES_RECORD_BUNDLE_BYTES_MAX,
+            TILE_WIDTH * (4 + RECORD_BYTES_MAX as u64)
+        );
     }
 }
