@@ -17,7 +17,8 @@
 //! - no refusal is decided in `cli/`: its code names no `Rule::` value and
 //!   builds no `Refused` error (a rule decides in `method`, or in `gates`'
 //!   pure AWS rules; `cli/` gathers facts, calls, prints, and may cite a
-//!   rule id in the text of a message);
+//!   rule id in the text of a message, and every id a message cites must
+//!   name a rule);
 //! - every bound (`const NAME_MAX`) is defined in `limits.rs` (a module
 //!   re-exports it where its users look); `log/tlog/` keeps its own format
 //!   bounds, being the self-contained C2SP and RFC 6962 module that uses
@@ -553,6 +554,35 @@ pub fn check_cli_refusals(sources: &[Source]) -> Vec<Finding> {
     out
 }
 
+/// A rule id cited inside a message (`"... (BIND-8)"`) that names no rule:
+/// every `PREFIX-N` in a string literal must parse as a `Rule`.
+pub fn check_rule_ids_in_text(sources: &[Source]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in sources.iter().filter(|s| s.layer != "testkit") {
+        for (line, text) in &s.strings {
+            for id in rule_ids_in(text) {
+                if id.parse::<benchledger::schema::rule::Rule>().is_err() {
+                    out.push(Finding(format!(
+                        "src/{}:{line}: {id:?} in a message names no rule of method.md",
+                        s.rel
+                    )));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every `PREFIX-N` in `text` whose prefix is a rule family's.
+fn rule_ids_in(text: &str) -> Vec<String> {
+    let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+    words
+        .map(|w| w.trim_matches('-'))
+        .filter(|w| is_rule_id(w))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A `const NAME_MAX` (a bound) defined outside `limits.rs` and `log/tlog/`.
 pub fn check_bounds(sources: &[Source]) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -885,6 +915,7 @@ pub fn check_all(src_dir: &Path) -> Vec<Finding> {
     all.extend(check_rule_literals(&sources));
     all.extend(check_bounds(&sources));
     all.extend(check_cli_refusals(&sources));
+    all.extend(check_rule_ids_in_text(&sources));
     all.extend(check_filler_docs(&sources));
     all.extend(check_public_docs(&sources));
     all.into_iter().collect()
@@ -950,6 +981,22 @@ fn a_refusal_decided_in_cli_is_found() {
     assert!(
         check_cli_refusals(&[elsewhere]).is_empty(),
         "method decides refusals"
+    );
+}
+
+#[test]
+fn a_rule_id_in_a_message_that_names_no_rule_is_found() {
+    let planted = source_of(
+        "cli/ingest.rs",
+        "fn f() { eprintln!(\"leaked ({})\", 1); eprintln!(\"kept (BIND-12), see BIND-99 and CASE-8\"); }\n",
+    );
+    let found = check_rule_ids_in_text(&[planted]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .0
+            .contains("\"BIND-99\" in a message names no rule"),
+        "{found:?}"
     );
 }
 

@@ -2,7 +2,7 @@
 //! read, within the file's bound; every append is announced once.
 
 use std::io::Write;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -368,4 +368,79 @@ fn ctrl_c_while_stdin_is_spooled_removes_the_spool_and_exits_130() {
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("the spooled stdin was removed"), "{stderr}");
     assert_eq!(spooled(&tmp), 0, "Ctrl-C leaves no spool behind");
+}
+
+#[test]
+fn a_verb_started_with_sigint_ignored_keeps_ignoring_it() {
+    // A background job (`cmd &` in a script, `nohup`) starts with SIGINT
+    // ignored: the terminal's Ctrl-C must not end it; SIGTERM still does.
+    use std::time::{Duration, Instant};
+    let h = Harness::new();
+    h.init();
+    let held =
+        benchledger::log::ledger::Ledger::open(&h.ledger(), Duration::from_secs(30)).unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' INT; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_benchledger"))
+        .args([
+            "--ledger",
+            h.ledger().to_str().unwrap(),
+            "--lock-timeout",
+            "120",
+        ])
+        .args(["note", "in the background"])
+        .env("BENCHLEDGER_AUDITOR_STATE", h.auditor_state())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = h.ledger().join("benchledger.lock");
+    let pid = child.id();
+    let waiting = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.filter_map(Result::ok)
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == lock))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !waiting(pid) && Instant::now() < deadline {
+        assert!(child.try_wait().unwrap().is_none(), "ended before the lock");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(waiting(pid), "the verb waits at the writer lock");
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "kill {sig} {pid}");
+    };
+    signal("-INT");
+    // Still waiting a while after an ignored SIGINT (a condition with a
+    // deadline: it must not end within it).
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "an ignored SIGINT ended the verb"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal("-TERM");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    drop(held);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "SIGTERM still ends it with 130"
+    );
 }

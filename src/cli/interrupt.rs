@@ -22,10 +22,36 @@ fn ends_at_once() -> &'static Arc<AtomicBool> {
     AT_ONCE.get_or_init(|| Arc::new(AtomicBool::new(true)))
 }
 
+/// Whether the process started with `signal` ignored (a shell's
+/// background job, `nohup`): the kernel's `SigIgn` mask in
+/// `/proc/self/status` (bit `signal - 1`), read within
+/// `PROC_FILE_BYTES_MAX`. Unknown (no such file or line) is not ignored.
+fn inherited_ignored(signal: i32) -> bool {
+    use std::io::Read;
+    let mut text = String::new();
+    let read = std::fs::File::open("/proc/self/status").and_then(|f| {
+        f.take(crate::limits::PROC_FILE_BYTES_MAX as u64)
+            .read_to_string(&mut text)
+    });
+    if read.is_err() || signal < 1 {
+        return false;
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << (signal - 1)) != 0)
+}
+
 /// Every verb: SIGINT or SIGTERM ends the process with exit 130 until
-/// the verb calls `verb_cleans_up`. Installed before the verb runs.
+/// the verb calls `verb_cleans_up`. Installed before the verb runs; a
+/// signal the process started with ignored stays ignored, as it was before
+/// any handler existed (a background job keeps running on the terminal's
+/// Ctrl-C).
 pub(crate) fn install_default() {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if inherited_ignored(signal) {
+            continue;
+        }
         // Failing to install leaves the default: the signal ends the
         // process, as the shell reports with 130 too.
         let _ = signal_hook::flag::register_conditional_shutdown(
