@@ -614,28 +614,29 @@ mod tests {
         let leaves = (0..size).map(|i| leaf_hash(&i.to_be_bytes()));
         let tree = crate::log::tlog::merkle::MemoryNodes::from_leaf_hashes(leaves).unwrap();
         let mut src = FromTree(tree.clone(), 0);
-        let nodes = TileNodes::new(&mut src, size);
-        assert_eq!(nodes.leaf_count().unwrap(), size);
-        let mut compared = 0;
-        for level in 0..=17u8 {
-            let complete = size >> level;
-            let picks = [
-                0,
-                1,
-                complete / 2,
-                complete.saturating_sub(1),
-                complete,
-                complete + 1,
-            ];
-            for index in picks {
-                let want = tree.subtree(level, index).unwrap();
-                let got = nodes.subtree(level, index).unwrap();
-                assert_eq!(got, want, "TRUST-7: subtree at level {level} index {index}");
-                compared += usize::from(want.is_some());
+        {
+            let nodes = TileNodes::new(&mut src, size);
+            assert_eq!(nodes.leaf_count().unwrap(), size);
+            let mut compared = 0;
+            for level in 0..=17u8 {
+                let complete = size >> level;
+                let picks = [
+                    0,
+                    1,
+                    complete / 2,
+                    complete.saturating_sub(1),
+                    complete,
+                    complete + 1,
+                ];
+                for index in picks {
+                    let want = tree.subtree(level, index).unwrap();
+                    let got = nodes.subtree(level, index).unwrap();
+                    assert_eq!(got, want, "TRUST-7: subtree at level {level} index {index}");
+                    compared += usize::from(want.is_some());
+                }
             }
+            assert!(compared > 60, "{compared} complete subtrees compared");
         }
-        assert!(compared > 60, "{compared} complete subtrees compared");
-        drop(nodes);
         assert!(src.1 > 0, "tiles were read");
     }
 
