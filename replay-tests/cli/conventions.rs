@@ -349,21 +349,11 @@ fn ctrl_c_while_stdin_is_spooled_removes_the_spool_and_exits_130() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(spooled(&tmp), 1, "the spool file appears in TMPDIR");
-    let pid = child.id().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if child.try_wait().unwrap().is_none() {
-        child.kill().unwrap();
-    }
+    super::exit_walk::sigint(child.id());
+    let ended = super::ends_within(&mut child, Duration::from_secs(30));
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    assert!(ended, "Ctrl-C ends the verb while it spools stdin");
+    let out = super::finish(child, Duration::from_secs(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("the spooled stdin was removed"), "{stderr}");
@@ -398,12 +388,7 @@ fn a_verb_started_with_sigint_ignored_keeps_ignoring_it() {
         .unwrap();
     let lock = h.ledger().join("benchledger.lock");
     let pid = child.id();
-    let waiting = |pid: u32| {
-        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-            fds.filter_map(Result::ok)
-                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == lock))
-        })
-    };
+    let waiting = |pid: u32| super::exit_walk::has_open(pid, &lock);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !waiting(pid) && Instant::now() < deadline {
         assert!(child.try_wait().unwrap().is_none(), "ended before the lock");
@@ -429,14 +414,7 @@ fn a_verb_started_with_sigint_ignored_keeps_ignoring_it() {
         std::thread::sleep(Duration::from_millis(10));
     }
     signal("-TERM");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if child.try_wait().unwrap().is_none() {
-        child.kill().unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = super::finish(child, Duration::from_secs(30));
     drop(held);
     assert_eq!(
         out.status.code(),

@@ -1111,7 +1111,7 @@ const HELD_AT_THE_LOCK: &[(&str, &[&str])] = &[(
 )];
 
 /// Whether process `pid` has `file` open (its `/proc/PID/fd` links).
-fn has_open(pid: u32, file: &Path) -> bool {
+pub(super) fn has_open(pid: u32, file: &Path) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|fds| {
             fds.flatten()
@@ -1121,7 +1121,7 @@ fn has_open(pid: u32, file: &Path) -> bool {
 }
 
 /// SIGINT to the one process `pid` this test started.
-fn sigint(pid: u32) {
+pub(super) fn sigint(pid: u32) {
     let ok = std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
@@ -1168,23 +1168,12 @@ fn interrupted_at_the_lock(
     let mut second = false;
     if waiting.is_ok() {
         sigint(pid);
-        let first_deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() && Instant::now() < first_deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if child.try_wait().unwrap().is_none() {
+        if !super::ends_within(&mut child, Duration::from_secs(10)) {
             second = true;
             sigint(pid);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if child.try_wait().unwrap().is_none() {
-        child.kill().unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = super::finish(child, Duration::from_secs(30));
     drop(held);
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     waiting.map_err(|why| format!("{why}; stderr: {stderr}"))?;

@@ -158,6 +158,30 @@ impl Harness {
     }
 }
 
+/// Whether `child` ends within `wait` (polled; it is not reaped beyond
+/// `try_wait`).
+fn ends_within(child: &mut std::process::Child, wait: Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits up to `wait` for `child` (the test's own) to end, kills it by its
+/// pid if it has not, and returns its output.
+fn finish(mut child: std::process::Child, wait: Duration) -> Output {
+    if !ends_within(&mut child, wait) {
+        child.kill().unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn version_names_the_features_and_a_missing_one_says_so_in_help_and_exits_4() {
     let h = Harness::new();
