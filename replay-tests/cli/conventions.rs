@@ -349,7 +349,7 @@ fn ctrl_c_while_stdin_is_spooled_removes_the_spool_and_exits_130() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(spooled(&tmp), 1, "the spool file appears in TMPDIR");
-    super::exit_walk::sigint(child.id());
+    super::sigint(child.id());
     let ended = super::ends_within(&mut child, Duration::from_secs(30));
     drop(stdin);
     assert!(ended, "Ctrl-C ends the verb while it spools stdin");
@@ -388,7 +388,7 @@ fn a_verb_started_with_sigint_ignored_keeps_ignoring_it() {
         .unwrap();
     let lock = h.ledger().join("benchledger.lock");
     let pid = child.id();
-    let waiting = |pid: u32| super::exit_walk::has_open(pid, &lock);
+    let waiting = |pid: u32| super::has_open(pid, &lock);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !waiting(pid) && Instant::now() < deadline {
         assert!(child.try_wait().unwrap().is_none(), "ended before the lock");

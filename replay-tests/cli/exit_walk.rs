@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use benchledger::log::ledger::Ledger;
 
-use super::{Harness, Run, MANIFEST, PRIVATE};
+use super::{has_open, sigint, Harness, Run, MANIFEST, PRIVATE};
 
 /// A refusal path (a way down a verb), and the class of docs/reference.md's
 /// table it must give.
@@ -1110,29 +1110,10 @@ const HELD_AT_THE_LOCK: &[(&str, &[&str])] = &[(
     &["ingest", "harbor", "control", "{harbor}"],
 )];
 
-/// Whether process `pid` has `file` open (its `/proc/PID/fd` links).
-pub(super) fn has_open(pid: u32, file: &Path) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|fds| {
-            fds.flatten()
-                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == file))
-        })
-        .unwrap_or(false)
-}
-
-/// SIGINT to the one process `pid` this test started.
-pub(super) fn sigint(pid: u32) {
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -INT {pid}");
-}
-
 /// Runs `args` with the writer lock held by this test, waits until the
-/// verb has the lock file open (it waits for the lock), sends two SIGINT
-/// and returns its exit code and stderr, or what went wrong.
+/// verb has the lock file open (it waits for the lock), sends one SIGINT
+/// (a second when the verb is still running 10 s later) and returns its
+/// exit code, stderr and whether a second was sent, or what went wrong.
 fn interrupted_at_the_lock(
     w: &World,
     args: &[String],

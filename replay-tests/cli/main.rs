@@ -158,6 +158,26 @@ impl Harness {
     }
 }
 
+/// Whether process `pid` has `file` open (its `/proc/PID/fd` links).
+fn has_open(pid: u32, file: &Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == file))
+        })
+        .unwrap_or(false)
+}
+
+/// SIGINT to the one process `pid` this test started.
+fn sigint(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -INT {pid}");
+}
+
 /// Whether `child` ends within `wait` (polled; it is not reaped beyond
 /// `try_wait`).
 fn ends_within(child: &mut std::process::Child, wait: Duration) -> bool {
