@@ -1053,7 +1053,9 @@ fn no_test_returns_before_its_first_assertion() {
         #[TEST]
         fn asserts_first() {
             assert!(true);
-            if cfg!(feature = "aws") { return; }
+            if cfg!(feature = "aws") {
+                return;
+            }
         }
         #[TEST]
         fn unwraps_only() {
