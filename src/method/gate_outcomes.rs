@@ -4,15 +4,12 @@
 //! (BIND-7), and the audit a termination needs (CLEAN-1). The CLI records
 //! the observation and passes it in; these decide.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::method::projections::LineageState;
+use crate::method::refuse;
 use crate::schema::events::{CheckRecorded, CleanupAudited, LineageStopped, Status};
 use crate::schema::plan::Validator;
 use crate::schema::rule::Rule;
-
-fn refuse(rule: Rule, message: String) -> Error {
-    Error::Refused { rule, message }
-}
 
 /// GATE-1: an STS identity that differs from the frozen manifest stops a
 /// lineage not yet stopped, citing the `identity_checked` record at

@@ -4,8 +4,9 @@
 //! [`LineageState`], shared by `decide` (which refuses on them) and
 //! `verdict` (which reports them); neither of those is imported here.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::method::projections::LineageState;
+use crate::method::refuse;
 use crate::schema::events::CaseRef;
 use crate::schema::manifest::{is_non_evaluation, Tier};
 use crate::schema::rule::Rule;
@@ -69,10 +70,6 @@ pub fn group_routes(l: &LineageState, group: &str) -> Vec<Tier> {
             .map(|r| r.tier)
             .collect()
     }
-}
-
-fn refuse(rule: Rule, message: String) -> Error {
-    Error::Refused { rule, message }
 }
 
 /// LINEAGE-2: every group listed before `group` is sealed; the previous

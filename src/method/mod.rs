@@ -23,3 +23,15 @@ pub mod trial_config;
 pub mod trust;
 pub mod verdict;
 pub mod witness;
+
+use crate::error::Error;
+use crate::schema::rule::Rule;
+
+/// The one way the method refuses: `rule` (its id, cited in the message
+/// the CLI prints) and what was refused and why (exit 3).
+pub(crate) fn refuse(rule: Rule, message: impl Into<String>) -> Error {
+    Error::Refused {
+        rule,
+        message: message.into(),
+    }
+}

@@ -265,14 +265,14 @@ pub fn check_checkpoint_signer(state: &State, key: &VerifierKey) -> crate::error
         return Ok(());
     }
     let names: Vec<String> = listed.iter().map(|k| k.encode()).collect();
-    Err(crate::error::Error::Refused {
-        rule: Rule::Trust5,
-        message: format!(
+    Err(crate::method::refuse(
+        Rule::Trust5,
+        format!(
             "the key {} is not an operator key a frozen manifest lists ({}); a checkpoint it signs would not count, nothing was appended",
             key.encode(),
             names.join(", ")
         ),
-    })
+    ))
 }
 
 /// The checkpoint records signed by a key the operator list in force at

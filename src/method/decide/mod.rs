@@ -36,17 +36,12 @@ pub use offered::{
 pub use run::{fenced, fenced_by, run_lease, LeaseRequest};
 pub use seal::{run_signer, seal, seal_checkpoint, seal_signer};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::method::projections::LineageState;
 use crate::schema::manifest::Group;
 use crate::schema::rule::Rule;
 
-fn refuse(rule: Rule, message: impl Into<String>) -> Error {
-    Error::Refused {
-        rule,
-        message: message.into(),
-    }
-}
+use crate::method::refuse;
 
 /// VERDICT-3: a stopped lineage launches nothing more.
 fn not_stopped(l: &LineageState) -> Result<()> {

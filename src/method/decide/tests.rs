@@ -1,6 +1,7 @@
 //! Given events / when command / then events or refusal. No store.
 
 use super::*;
+use crate::error::Error;
 use crate::method::projections::{At, CaseStatus, State};
 use crate::schema::events::{Event, ManifestFrozenV2, ManifestSignedOff, SignOffRole};
 use crate::schema::verdict::VerdictStatus;

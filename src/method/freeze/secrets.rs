@@ -4,7 +4,8 @@
 //! scanner is `schema::secrets`; these decide, naming file, line and shape
 //! and never the value.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::method::refuse;
 use crate::schema::rule::Rule;
 
 /// FREEZE-2: `text` (the file `shown`) holds no line shaped like a
@@ -12,14 +13,14 @@ use crate::schema::rule::Rule;
 pub fn sanitized(shown: &str, text: &str) -> Result<()> {
     for (i, line) in text.lines().enumerate() {
         if let Some(f) = crate::schema::secrets::scan(line) {
-            return Err(Error::Refused {
-                rule: Rule::Freeze2,
-                message: format!(
+            return Err(refuse(
+                Rule::Freeze2,
+                format!(
                     "{shown} line {}: looks like a credential ({}); evidence must be sanitized, nothing was appended",
                     i + 1,
                     f.shape
                 ),
-            });
+            ));
         }
     }
     Ok(())
@@ -31,18 +32,19 @@ pub fn bundle_clean(findings: &[String]) -> Result<()> {
     if findings.is_empty() {
         return Ok(());
     }
-    Err(Error::Refused {
-        rule: Rule::Freeze2,
-        message: format!(
+    Err(refuse(
+        Rule::Freeze2,
+        format!(
             "the secret scan found credential shapes in the bundle, nothing was written: {}",
             crate::method::verdict::name_some(findings)
         ),
-    })
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn a_credential_shape_is_refused_by_line_and_shape_never_value() {
